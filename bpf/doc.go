@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package bpf holds threadcap's kernel side, the objects bpf2go compiled from it, and the
+// Tracker that loads, attaches and reads them.
+package bpf
+
+//go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -target amd64,arm64 -type record -type task_slot -type tc_state -type tc_counter -cflags "-O2 -g -Wall -Werror -mcpu=v3" threadcap threadcap.bpf.c

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * What the kernel side records for each thread. bpf2go generates the Go mirrors of these
+ * types (-type), so this header is the single definition of the record's layout.
+ */
+#ifndef __THREADCAP_H__
+#define __THREADCAP_H__
+
+/* What a thread is doing. The first TC_TIMED_STATES states have a cumulative time. */
+enum tc_state : __u8 {
+	TC_ON_CPU = 0,
+	TC_RUNNABLE = 1,        /* woken or preempted, waiting for a CPU */
+	TC_SLEEPING = 2,        /* interruptible sleep, idle kernel threads, parked */
+	TC_UNINTERRUPTIBLE = 3, /* D state: disk I/O, vfork wait, uninterruptible locks */
+	TC_STOPPED = 4,         /* stopped by a signal or a tracer */
+	TC_TIMED_STATES = 5,
+	TC_DEAD = 5,            /* exited; the slot is freed once user space has read it */
+};
+
+enum tc_counter : __u32 {
+	TC_LOST_UPDATES = 0,    /* events about threads that have no record */
+	TC_UNTRACKED_THREADS = 1, /* threads refused a record because the map was full */
+	TC_NR_COUNTERS = 2,
+};
+
+#define TC_NO_SYSCALL (-1)
+
+/*
+ * One thread. Written only by the CPU the thread runs on, or by the CPU holding the
+ * thread's runqueue lock (wakeup, switch-in), so writers never overlap; seq is odd while a
+ * write is in progress so that user space, reading the array in place, can retry a torn
+ * copy. Aligned to a cache line so two CPUs never write the same line for two threads.
+ */
+struct record {
+	__u32 seq;
+	__u32 tid;      /* 0: free slot */
+	__u32 tgid;
+	enum tc_state state;
+	__u8 _state_pad;
+	__u16 cpu;      /* CPU it runs on, or last ran on */
+	__u64 since_ns; /* CLOCK_MONOTONIC time the current state began */
+	__u64 state_ns[TC_TIMED_STATES]; /* cumulative, up to since_ns */
+	__u32 nvcsw;    /* voluntary switches (it slept) */
+	__u32 nivcsw;   /* involuntary switches (preempted, yielded) */
+	__s32 sc_nr;    /* syscall in progress, TC_NO_SYSCALL when none or unknown */
+	__s32 last_sc_nr;
+	__u64 sc_enter_ns;   /* full mode: entry; passive mode: the switch-out seen in it */
+	__u64 sc_on_cpu_ns;  /* state_ns[TC_ON_CPU] as it stood at sc_enter_ns */
+	__u64 sc_args[6];
+	__s64 last_sc_ret;
+	__u64 start_ns;  /* task start time (CLOCK_MONOTONIC): tells a reused tid apart */
+	__u32 exec_gen;  /* bumped by every exec, so user space refreshes process context */
+	__u8 comm[16];
+} __attribute__((aligned(64)));
+
+/* Task-local storage: where a thread's record lives. */
+struct task_slot {
+	__u32 slot;     /* index + 1 into the records array; 0: none */
+	__u32 untracked; /* a record was refused; retried at switch-in only */
+};
+
+#endif /* __THREADCAP_H__ */

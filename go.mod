@@ -1,0 +1,10 @@
+module github.com/threadcap/threadcap
+
+go 1.26
+
+tool github.com/cilium/ebpf/cmd/bpf2go
+
+require (
+	github.com/cilium/ebpf v0.22.0 // indirect
+	golang.org/x/sys v0.43.0 // indirect
+)

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package state
+
+import "time"
+
+// Unknown marks an integer field of a Sample that has no value; it is written as an empty
+// CSV field.
+const Unknown = -1
+
+// Sample is one row of output: what one thread was doing at one tick, and how it spent
+// the time since the previous tick. Durations are microseconds.
+type Sample struct {
+	Time     time.Time // the tick
+	Pid, Tid int32
+	Process  string // the process's name (its main thread's comm)
+	Thread   string // the thread's name
+	User     string // the process's user name (or numeric uid)
+	State    State
+	// StateUs is how long the thread has been in State, or Unknown.
+	StateUs int64
+	// Syscall is the syscall in progress by name; "" in user space or when unknown.
+	Syscall string
+	// SyscallUs is how long the syscall has run so far; SyscallCPUUs how much of that was
+	// on CPU. Both are Unknown when there is no syscall or it cannot be told.
+	SyscallUs, SyscallCPUUs int64
+	// Args are the syscall's six raw arguments; meaningful only when Syscall is set.
+	Args [6]uint64
+	CPU  int32 // the CPU it runs on, or last ran on; Unknown if never seen
+	// StateTimeUs is the time spent in each timed state since the previous tick
+	// (on CPU, runnable, sleeping, uninterruptible, stopped); Unknown for a seeded thread.
+	StateTimeUs [TimedStates]int64
+	// Voluntary and Involuntary are context switches since the previous tick, or Unknown.
+	Voluntary, Involuntary int64
+	Exe                    string // the process's executable path
+	Seeded                 bool   // read from /proc: the kernel side has not observed this thread yet
+	Wchan                  string // kernel function a seeded thread waits in (from /proc)
+}

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package state
+
+// NoSyscall is Thread.Syscall for a thread in user space, or whose syscall is unknown.
+const NoSyscall = -1
+
+// Thread is one thread as the kernel side last recorded it, or as /proc showed it to a
+// seeding pass. Times are CLOCK_MONOTONIC nanoseconds, the kernel's bpf_ktime_get_ns.
+type Thread struct {
+	Tid, Pid int32
+	Comm     [16]byte // the thread's name, NUL-padded
+	State    State
+	CPU      int32
+	// SinceNs is when State began; 0 when unknown (a seeded thread).
+	SinceNs uint64
+	// StateNs is the cumulative time spent in each timed state up to SinceNs.
+	StateNs [TimedStates]uint64
+	// Voluntary and Involuntary count switches off CPU: slept, and preempted or yielded.
+	Voluntary, Involuntary uint64
+	// Syscall is the syscall in progress, NoSyscall when none or unknown.
+	Syscall int32
+	// SyscallNs is when the syscall began (passive mode: when the thread left the CPU in it).
+	SyscallNs uint64
+	// SyscallOnCPUNs is StateNs[OnCPU] as it stood when the syscall began.
+	SyscallOnCPUNs uint64
+	Args           [6]uint64
+	// LastSyscall and LastRet are the last completed syscall and its return (full mode).
+	LastSyscall int32
+	LastRet     int64
+	// StartNs is the thread's start time; with Tid it identifies the thread across tid reuse.
+	StartNs uint64
+	// ExecGen changes whenever the process execs.
+	ExecGen uint32
+	// Seeded is set for a thread read from /proc that the kernel side has not observed yet.
+	Seeded bool
+	// Wchan is the kernel function a seeded thread waits in, from /proc.
+	Wchan string
+}
+
+// Name is the thread's name as a string.
+func (t *Thread) Name() string {
+	n := 0
+	for n < len(t.Comm) && t.Comm[n] != 0 {
+		n++
+	}
+	return string(t.Comm[:n])
+}
+
+// TimesAt is the cumulative time in each timed state at now, counting the stretch in
+// progress. A seeded thread's stretch began at an unknown time and counts from nothing.
+func (t *Thread) TimesAt(now uint64) [TimedStates]uint64 {
+	ns := t.StateNs
+	if int(t.State) < TimedStates && t.SinceNs != 0 && now > t.SinceNs {
+		ns[t.State] += now - t.SinceNs
+	}
+	return ns
+}
