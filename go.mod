@@ -6,5 +6,7 @@ tool github.com/cilium/ebpf/cmd/bpf2go
 
 require (
 	github.com/cilium/ebpf v0.22.0 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/sirupsen/logrus v1.10.2 // indirect
 	golang.org/x/sys v0.43.0 // indirect
 )

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//go:build ignore
 /*
  * threadcap's kernel side: keep, for every thread, one always-current record of what it
  * is doing and how long it has spent in each state. Nothing is streamed: the programs

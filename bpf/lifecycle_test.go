@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package bpf
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/threadcap/threadcap/state"
+)
+
+// churn starts n threads that exit at once and returns the tids of those that did: Go
+// parks the main thread instead of ending it, should one of the goroutines land there.
+func churn(n int) map[int32]bool {
+	tids := make(chan int32, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Exiting while locked makes the runtime end the thread instead of reusing it.
+			runtime.LockOSThread()
+			tids <- int32(syscall.Gettid())
+		}()
+	}
+	wg.Wait()
+	close(tids)
+	set := map[int32]bool{}
+	for tid := range tids {
+		if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(int(tid))); err != nil {
+			set[tid] = true
+		}
+	}
+	return set
+}
+
+// reap frees the slots of exited threads, as the sampler does after each tick, and
+// returns how many records of the given threads were still there.
+func reap(t *testing.T, tr *Tracker, tids map[int32]bool) (left int) {
+	t.Helper()
+	tr.Scan(0, func(slot uint32, th *state.Thread) {
+		if th.State == state.Dead {
+			if err := tr.Free(slot); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if tids[th.Tid] {
+			left++
+		}
+	})
+	return left
+}
+
+func TestShortLivedThreadsLeaveNoRecords(t *testing.T) {
+	tr := openTracker(t, Config{})
+	const rounds, perRound = 10, 1000
+	var high uint32
+	for range rounds {
+		tids := churn(perRound)
+		// A thread's last switch-out can trail its exit by a moment.
+		time.Sleep(50 * time.Millisecond)
+		reap(t, tr, nil)
+		if len(tids) < perRound/2 {
+			t.Fatalf("only %d of %d threads exited", len(tids), perRound)
+		}
+		if left := reap(t, tr, tids); left != 0 {
+			t.Fatalf("%d of %d exited threads still have records", left, len(tids))
+		}
+		high = max(high, tr.Slots())
+	}
+	t.Logf("%d threads churned; slots ever used: %d", rounds*perRound, high)
+	if high >= rounds*perRound {
+		t.Errorf("slots are not reused: %d used for %d threads in rounds of %d", high, rounds*perRound, perRound)
+	}
+}
+
+func TestFullMapIsCounted(t *testing.T) {
+	const capacity = 16
+	tr := openTracker(t, Config{Capacity: capacity})
+	churn(100)
+	time.Sleep(100 * time.Millisecond)
+	c, err := tr.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("capacity %d: %+v", capacity, c)
+	if c.UntrackedThreads == 0 || c.LostUpdates == 0 {
+		t.Errorf("with room for %d threads, counters show no loss: %+v", capacity, c)
+	}
+	if n := tr.Slots(); n != capacity {
+		t.Errorf("Slots() = %d, want the capacity %d", n, capacity)
+	}
+}
+
+// TestOpenUnprivileged runs Open as user nobody in a child process (this test binary, run
+// again) and checks that the error says what to do.
+func TestOpenUnprivileged(t *testing.T) {
+	if os.Getenv("THREADCAP_OPEN_AS_CHILD") == "1" {
+		_, err := Open(Config{})
+		if err == nil {
+			os.Exit(3)
+		}
+		os.Stderr.WriteString(err.Error())
+		os.Exit(4)
+	}
+	openTracker(t, Config{Capacity: 1}) // root only; the tracker itself is not used
+	dir, err := os.MkdirTemp("", "threadcap-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "bpf.test")
+	self, _ := os.ReadFile(os.Args[0])
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestOpenUnprivileged$")
+	cmd.Env = append(os.Environ(), "THREADCAP_OPEN_AS_CHILD=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 4 {
+		t.Fatalf("Open as nobody: exit %d, want an error (4); output:\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+	if !strings.Contains(string(out), "run threadcap as root") {
+		t.Errorf("error as nobody does not say what to do:\n%s", out)
+	}
+}

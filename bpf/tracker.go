@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+)
+
+// SyscallMode says how the syscall a thread is in gets recorded.
+type SyscallMode string
+
+const (
+	// SyscallsFull hooks raw_syscalls sys_enter/sys_exit: exact syscall, arguments and
+	// entry time, for every syscall.
+	SyscallsFull SyscallMode = "full"
+	// SyscallsPassive adds no syscall hooks: a thread's syscall and arguments are read from
+	// its saved registers when it leaves the CPU, so the syscall path costs nothing.
+	SyscallsPassive SyscallMode = "passive"
+)
+
+// ParseSyscallMode accepts "full" or "passive".
+func ParseSyscallMode(s string) (SyscallMode, error) {
+	switch m := SyscallMode(s); m {
+	case SyscallsFull, SyscallsPassive:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown syscall mode %q: use %q or %q", s, SyscallsFull, SyscallsPassive)
+}
+
+// DefaultCapacity is how many threads are tracked at once unless configured otherwise.
+const DefaultCapacity = 65536
+
+// Config is what the kernel side is loaded with.
+type Config struct {
+	// Capacity is the number of threads tracked at once (records of exited threads count
+	// until the sampler has read them). Each costs one 192-byte record.
+	Capacity uint32
+	Syscalls SyscallMode
+}
+
+// BTFPath is where the kernel publishes its type information; threadcap needs it.
+const BTFPath = "/sys/kernel/btf/vmlinux"
+
+// ErrNoBTF means the kernel has no BTF, without which tp_btf programs cannot load.
+var ErrNoBTF = errors.New("kernel BTF not found at " + BTFPath +
+	": threadcap needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.15 or newer)")
+
+// Tracker owns threadcap's kernel side: the loaded objects, the attached links and the
+// memory-mapped records.
+type Tracker struct {
+	coll    *ebpf.Collection
+	links   []link.Link
+	records *recordArray
+	mode    SyscallMode
+}
+
+// Open loads the programs, sizes the maps and attaches every hook. On error nothing stays
+// loaded or attached.
+func Open(cfg Config) (t *Tracker, err error) {
+	if cfg.Capacity == 0 {
+		cfg.Capacity = DefaultCapacity
+	}
+	if cfg.Syscalls == "" {
+		cfg.Syscalls = SyscallsFull
+	}
+	if _, err := os.Stat(BTFPath); err != nil {
+		return nil, ErrNoBTF
+	}
+	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK; newer ones ignore it.
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, explain(fmt.Errorf("raising the memlock limit: %w", err))
+	}
+	spec, err := loadThreadcap()
+	if err != nil {
+		return nil, err
+	}
+	if err := configure(spec, cfg); err != nil {
+		return nil, err
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		return nil, explain(fmt.Errorf("loading bpf objects: %w", err))
+	}
+	t = &Tracker{coll: coll, mode: cfg.Syscalls}
+	defer func() {
+		if err != nil {
+			t.Close()
+			t = nil
+		}
+	}()
+	if t.records, err = mapRecords(coll.Maps[threadcapMapRecords]); err != nil {
+		return nil, err
+	}
+	for name, prog := range coll.Programs {
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		if err != nil {
+			return nil, explain(fmt.Errorf("attaching %s: %w", name, err))
+		}
+		t.links = append(t.links, l)
+	}
+	return t, nil
+}
+
+// configure sizes the maps, sets the constants and drops the programs the mode does
+// not use, before anything reaches the kernel.
+func configure(spec *ebpf.CollectionSpec, cfg Config) error {
+	spec.Maps[threadcapMapRecords].MaxEntries = cfg.Capacity
+	spec.Maps[threadcapMapFreeSlots].MaxEntries = cfg.Capacity
+	if err := spec.Variables[threadcapVarCapacity].Set(cfg.Capacity); err != nil {
+		return fmt.Errorf("setting capacity: %w", err)
+	}
+	passive := uint8(0)
+	switch cfg.Syscalls {
+	case SyscallsFull:
+	case SyscallsPassive:
+		passive = 1
+		delete(spec.Programs, threadcapProgOnSysEnter)
+		delete(spec.Programs, threadcapProgOnSysExit)
+	default:
+		_, err := ParseSyscallMode(string(cfg.Syscalls))
+		return err
+	}
+	if err := spec.Variables[threadcapVarPassiveSyscalls].Set(passive); err != nil {
+		return fmt.Errorf("setting syscall mode: %w", err)
+	}
+	return nil
+}
+
+// explain adds what to do to the errors a user can fix, and the verifier's own words
+// (its last lines say why) to a rejected program.
+func explain(err error) error {
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		log := ve.Log
+		if len(log) > 20 {
+			log = log[len(log)-20:]
+		}
+		return fmt.Errorf("%w\nverifier log (last lines):\n%s", err, strings.Join(log, "\n"))
+	}
+	if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("%w: run threadcap as root, or grant it CAP_BPF and CAP_PERFMON "+
+			"(see deploy/threadcap.service)", err)
+	}
+	return err
+}
+
+// Mode is the syscall mode the tracker was loaded with.
+func (t *Tracker) Mode() SyscallMode { return t.mode }
+
+// Capacity is how many threads the record array holds.
+func (t *Tracker) Capacity() uint32 { return uint32(len(t.records.recs)) }
+
+// Close detaches every program and frees the maps. It may be called on a nil or partly
+// opened Tracker, and returns every error met.
+func (t *Tracker) Close() error {
+	if t == nil {
+		return nil
+	}
+	var errs []error
+	for _, l := range t.links {
+		errs = append(errs, l.Close())
+	}
+	t.links = nil
+	if t.records != nil {
+		errs = append(errs, t.records.unmap())
+		t.records = nil
+	}
+	if t.coll != nil {
+		t.coll.Close()
+		t.coll = nil
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package bpf
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadcap/threadcap/state"
+	"github.com/threadcap/threadcap/test/privileged"
+	"github.com/threadcap/threadcap/test/workload"
+)
+
+var modes = []SyscallMode{SyscallsFull, SyscallsPassive}
+
+func openTracker(t *testing.T, cfg Config) *Tracker {
+	t.Helper()
+	privileged.Require(t)
+	tr, err := Open(cfg)
+	if err != nil {
+		t.Fatalf("Open(%+v): %v", cfg, err)
+	}
+	t.Cleanup(func() {
+		if err := tr.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return tr
+}
+
+// find returns the record of thread tid, waiting up to 5 s for it to appear and satisfy ok.
+func find(t *testing.T, tr *Tracker, tid int, ok func(*state.Thread) bool) state.Thread {
+	t.Helper()
+	var got state.Thread
+	var seen bool
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		seen = false
+		tr.Scan(0, func(_ uint32, th *state.Thread) {
+			if int(th.Tid) == tid && th.State != state.Dead {
+				got, seen = *th, true
+			}
+		})
+		if seen && ok(&got) {
+			return got
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !seen {
+		t.Fatalf("no record for thread %d", tid)
+	}
+	t.Fatalf("record for thread %d never matched; last: %+v", tid, got)
+	return got
+}
+
+// schedstat is /proc/<tid>/schedstat: nanoseconds on CPU and waiting on a runqueue.
+func schedstat(t *testing.T, tid int) (onCPU, runq uint64) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/schedstat", tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	onCPU, _ = strconv.ParseUint(f[0], 10, 64)
+	runq, _ = strconv.ParseUint(f[1], 10, 64)
+	return onCPU, runq
+}
+
+func within(got, want, tolerance float64) bool {
+	return got >= want*(1-tolerance) && got <= want*(1+tolerance)
+}
+
+func TestSpinnerOnCPUMatchesSchedstat(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			tr := openTracker(t, Config{Syscalls: mode})
+			spin := workload.Spinner(t)
+			th0 := find(t, tr, spin.Tid, func(*state.Thread) bool { return true })
+			cpu0, _ := schedstat(t, spin.Tid)
+			now0 := Now()
+			time.Sleep(time.Second)
+			th1 := find(t, tr, spin.Tid, func(*state.Thread) bool { return true })
+			cpu1, _ := schedstat(t, spin.Tid)
+			now1 := Now()
+
+			got := float64(th1.TimesAt(now1)[state.OnCPU] - th0.TimesAt(now0)[state.OnCPU])
+			want := float64(cpu1 - cpu0)
+			wall := float64(now1 - now0)
+			t.Logf("on CPU: record %.0f ns, schedstat %.0f ns, wall %.0f ns", got, want, wall)
+			if !within(got, want, 0.02) {
+				t.Errorf("record says %.0f ns on CPU, schedstat %.0f ns: more than 2%% apart", got, want)
+			}
+			if got < 0.5*wall {
+				t.Errorf("a spinner was on CPU %.0f ns of %.0f ns", got, wall)
+			}
+		})
+	}
+}
+
+func TestSleeperIsInNanosleep(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			tr := openTracker(t, Config{Syscalls: mode})
+			sl := workload.Sleeper(t)
+			th := find(t, tr, sl.Tid, func(th *state.Thread) bool { return th.State == state.Sleeping })
+			if name := state.SyscallName(th.Syscall); name != "nanosleep" {
+				t.Errorf("sleeper is in syscall %q, want nanosleep", name)
+			}
+			if th.Voluntary == 0 {
+				t.Errorf("sleeper has no voluntary switches")
+			}
+		})
+	}
+}
+
+func TestPipeReaderShowsReadAndFd(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			tr := openTracker(t, Config{Syscalls: mode})
+			rd, fd := workload.PipeReader(t)
+			th := find(t, tr, rd.Tid, func(th *state.Thread) bool { return th.State == state.Sleeping })
+			if name := state.SyscallName(th.Syscall); name != "read" {
+				t.Errorf("blocked reader is in syscall %q, want read", name)
+			}
+			if th.Args[0] != uint64(fd) {
+				t.Errorf("read's fd argument is %d, want %d", th.Args[0], fd)
+			}
+		})
+	}
+}
+
+func TestVforkParentIsUninterruptible(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			tr := openTracker(t, Config{Syscalls: mode})
+			p := workload.VforkParent(t, 5*time.Second)
+			th := find(t, tr, p.Pid, func(th *state.Thread) bool { return th.State == state.Uninterruptible })
+			if name := state.SyscallName(th.Syscall); name != "vfork" {
+				t.Errorf("vfork parent is in syscall %q, want vfork", name)
+			}
+		})
+	}
+}
+
+func TestOversubscribedSpinnersWaitForCPU(t *testing.T) {
+	tr := openTracker(t, Config{})
+	// Go runs at most GOMAXPROCS threads at once: give it more than there are CPUs, or the
+	// extra spinners wait for a P in a futex instead of for a CPU.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	var spinners []*workload.Thread
+	for range 4 {
+		spinners = append(spinners, workload.Spinner(t))
+	}
+	before := map[int]state.Thread{}
+	runq0 := map[int]uint64{}
+	for _, s := range spinners {
+		before[s.Tid] = find(t, tr, s.Tid, func(*state.Thread) bool { return true })
+		_, runq0[s.Tid] = schedstat(t, s.Tid)
+	}
+	now0 := Now()
+	time.Sleep(2 * time.Second)
+	now1 := Now()
+	wall := float64(now1 - now0)
+	for _, s := range spinners {
+		th := find(t, tr, s.Tid, func(*state.Thread) bool { return true })
+		_, runq1 := schedstat(t, s.Tid)
+		th0 := before[s.Tid]
+		got := float64(th.TimesAt(now1)[state.Runnable] - th0.TimesAt(now0)[state.Runnable])
+		want := float64(runq1 - runq0[s.Tid])
+		t.Logf("thread %d: runnable %.0f ns (schedstat %.0f ns) of %.0f ns", s.Tid, got, want, wall)
+		if cpus := runtime.NumCPU(); cpus < len(spinners) && got < 0.2*wall {
+			t.Errorf("thread %d waited for a CPU only %.0f ns of %.0f ns with %d spinners on %d CPUs",
+				s.Tid, got, wall, len(spinners), cpus)
+		}
+		if !within(got, want, 0.05) {
+			t.Errorf("thread %d: runnable %.0f ns, schedstat run_delay %.0f ns: more than 5%% apart",
+				s.Tid, got, want)
+		}
+	}
+}

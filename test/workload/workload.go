@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package workload starts the real threads the privileged tests watch: spinners,
+// sleepers, blocked readers and a vfork parent.
+package workload
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Thread is an OS thread running one workload until the test ends.
+type Thread struct {
+	Tid  int
+	stop chan struct{}
+}
+
+// start runs body on a goroutine locked to its own OS thread and returns that thread's id.
+// body must return once stop is closed; the thread then exits with it.
+func start(t testing.TB, body func(stop <-chan struct{})) *Thread {
+	t.Helper()
+	th := &Thread{stop: make(chan struct{})}
+	tids := make(chan int)
+	go func() {
+		// Never unlocked: the thread exits with the goroutine instead of being reused.
+		runtime.LockOSThread()
+		tids <- syscall.Gettid()
+		body(th.stop)
+	}()
+	th.Tid = <-tids
+	t.Cleanup(func() { close(th.stop) })
+	return th
+}
+
+// Spinner burns CPU in user space.
+func Spinner(t testing.TB) *Thread {
+	return start(t, func(stop <-chan struct{}) {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for i := 0; i < 1_000_000; i++ {
+			}
+		}
+	})
+}
+
+// Sleeper sits in nanosleep, a second at a time.
+func Sleeper(t testing.TB) *Thread {
+	return start(t, func(stop <-chan struct{}) {
+		ts := syscall.Timespec{Sec: 1}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			syscall.Nanosleep(&ts, nil)
+		}
+	})
+}
+
+// PipeReader blocks in read(2) on the read end of a pipe until the test ends. It returns
+// the thread and the fd it reads.
+func PipeReader(t testing.TB) (*Thread, int) {
+	t.Helper()
+	var fds [2]int
+	if err := syscall.Pipe(fds[:]); err != nil {
+		t.Fatal(err)
+	}
+	th := start(t, func(stop <-chan struct{}) {
+		buf := make([]byte, 1)
+		syscall.Read(fds[0], buf)
+		<-stop
+	})
+	t.Cleanup(func() {
+		syscall.Write(fds[1], []byte{0})
+		syscall.Close(fds[1])
+		syscall.Close(fds[0])
+	})
+	return th, fds[0]
+}
+
+// VforkParent starts a process whose main thread waits in vfork (uninterruptible) while
+// its child sleeps for d. It needs a C compiler (cc), as vfork cannot be used from Go.
+func VforkParent(t testing.TB, d time.Duration) *os.Process {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "vfork_parent")
+	_, self, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(self), "vfork_parent.c")
+	if out, err := exec.Command("cc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("building the vfork workload: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, strconv.Itoa(int(d/time.Second)))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd.Process
+}
