@@ -1,12 +1,13 @@
 module github.com/threadcap/threadcap
 
-go 1.26
+go 1.26.0
 
 tool github.com/cilium/ebpf/cmd/bpf2go
 
 require (
 	github.com/cilium/ebpf v0.22.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/prometheus/procfs v0.23.0 // indirect
 	github.com/sirupsen/logrus v1.10.2 // indirect
-	golang.org/x/sys v0.43.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 )

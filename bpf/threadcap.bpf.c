@@ -248,25 +248,20 @@ static __always_inline __u8 state_of(bool preempt, unsigned int prev_state)
 	return TC_SLEEPING;
 }
 
-/* The task's last switch-out: close its accounting and drop its task storage. */
+/*
+ * The task's last switch-out: close its accounting and drop its task storage. A task never
+ * seen before gets a record here too, so that user space learns that a thread it only knew
+ * from /proc is gone.
+ */
 static __always_inline void switch_out_dead(struct task_struct *prev, __u64 now)
 {
-	struct task_slot *ts;
-	struct record *r;
-	__u32 idx;
+	struct record *r = record_get(prev, TC_ON_CPU, false);
 
-	ts = bpf_task_storage_get(&task_slots, prev, 0, 0);
-	if (!ts)
-		return;
-	if (ts->slot) {
-		idx = ts->slot - 1;
-		r = bpf_map_lookup_elem(&records, &idx);
-		if (r) {
-			seq_bump(r);
-			enter_state(r, TC_DEAD, now);
-			r->sc_nr = TC_NO_SYSCALL;
-			seq_bump(r);
-		}
+	if (r) {
+		seq_bump(r);
+		enter_state(r, TC_DEAD, now);
+		r->sc_nr = TC_NO_SYSCALL;
+		seq_bump(r);
 	}
 	bpf_task_storage_delete(&task_slots, prev);
 }

@@ -340,6 +340,7 @@ var syscallNames = [...]string{
 	333: "io_pgetevents",
 	334: "rseq",
 	335: "uretprobe",
+	336: "uprobe",
 	424: "pidfd_send_signal",
 	425: "io_uring_setup",
 	426: "io_uring_enter",
@@ -384,4 +385,8 @@ var syscallNames = [...]string{
 	465: "listxattrat",
 	466: "removexattrat",
 	467: "open_tree_attr",
+	468: "file_getattr",
+	469: "file_setattr",
+	470: "listns",
+	471: "rseq_slice_yield",
 }

@@ -328,4 +328,8 @@ var syscallNames = [...]string{
 	465: "listxattrat",
 	466: "removexattrat",
 	467: "open_tree_attr",
+	468: "file_getattr",
+	469: "file_setattr",
+	470: "listns",
+	471: "rseq_slice_yield",
 }

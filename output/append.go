@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package output
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"github.com/threadcap/threadcap/state"
+)
+
+// appendRows encodes rows and writes them with one write call. A write the disk cut short
+// keeps the rows that made it whole and takes the rest back off the file, so a reader
+// never sees a partial row and every row is counted once, as written or as dropped.
+func (w *Writer) appendRows(rows []state.Sample) error {
+	hf := w.file
+	w.buf, w.ends = w.buf[:0], w.ends[:0]
+	headerEnd := 0
+	if hf.size == 0 {
+		w.buf = append(w.buf, header...)
+		headerEnd = len(w.buf)
+	}
+	for i := range rows {
+		w.buf = AppendCSV(w.buf, &rows[i])
+		w.ends = append(w.ends, len(w.buf))
+	}
+	n, werr := hf.f.Write(w.buf)
+	if werr == nil {
+		hf.size += int64(n)
+		w.written.Add(uint64(len(rows)))
+		w.resume()
+		return w.syncIfDue()
+	}
+
+	whole := sort.Search(len(w.ends), func(i int) bool { return w.ends[i] > n })
+	keep := 0
+	if whole > 0 {
+		keep = w.ends[whole-1]
+	} else if n >= headerEnd {
+		keep = headerEnd
+	}
+	if n > keep {
+		if err := hf.f.Truncate(hf.size + int64(keep)); err != nil {
+			// The file now ends in a partial row. Closing it makes the next Write reopen
+			// it, and reopening cuts that row.
+			w.dropped.Add(uint64(len(rows)))
+			w.closeFile()
+			return fmt.Errorf("removing a partial row from %s after %w: %w", hf.f.Name(), werr, err)
+		}
+	}
+	hf.size += int64(keep)
+	if isNoSpace(werr) {
+		w.pause(logrus.Fields{fieldReason: werr.Error()})
+	}
+	w.written.Add(uint64(whole))
+	w.dropped.Add(uint64(len(rows) - whole))
+	if isNoSpace(werr) {
+		return nil
+	}
+	return fmt.Errorf("writing to %s: %w", hf.f.Name(), werr)
+}
+
+// syncIfDue bounds what a power loss takes to FsyncEvery; without it the kernel's
+// writeback decides.
+func (w *Writer) syncIfDue() error {
+	if w.cfg.FsyncEvery <= 0 {
+		return nil
+	}
+	now := w.cfg.Clock()
+	if now.Sub(w.lastSync) < w.cfg.FsyncEvery {
+		return nil
+	}
+	w.lastSync = now
+	if err := w.file.f.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", w.file.f.Name(), err)
+	}
+	return nil
+}
+
+// haveSpace checks the free-space floor. It costs one statfs per tick, which is small next
+// to encoding a tick's rows.
+func (w *Writer) haveSpace() bool {
+	if w.cfg.MinFreeBytes <= 0 {
+		return true
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(w.cfg.Dir, &fs); err != nil {
+		// Not knowing is no reason to stop: a write into a full disk still pauses.
+		return true
+	}
+	free := int64(fs.Bavail) * fs.Bsize
+	if free >= w.cfg.MinFreeBytes {
+		return true
+	}
+	w.pause(logrus.Fields{fieldReason: "below the free-space floor", fieldFreeBytes: free, fieldFloor: w.cfg.MinFreeBytes})
+	return false
+}
+
+// pause logs the first tick without space; the ticks after it only count their rows.
+// It is called before the dropped rows of that tick are counted, so that they are part of
+// the total logged on resume.
+func (w *Writer) pause(fields logrus.Fields) {
+	if w.paused {
+		return
+	}
+	w.paused = true
+	w.pausedAt = w.dropped.Load()
+	w.log.WithFields(fields).
+		Warn("out of disk space: dropping rows until space is freed")
+	// Compressing a finished hour may be what frees the space.
+	w.kickMaintenance()
+}
+
+func (w *Writer) resume() {
+	if !w.paused {
+		return
+	}
+	w.paused = false
+	w.log.WithField(fieldDropped, w.dropped.Load()-w.pausedAt).Info("disk space is back: writing rows again")
+}
+
+func isNoSpace(err error) bool {
+	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)
+}

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package output
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Compression formats for closed hours.
+const (
+	CompressGzip = "gzip" // the default: zgrep, zcat and DuckDB read it as is
+	CompressZstd = "zstd" // smaller and faster; needs zstdgrep or zstdcat
+	CompressNone = "none"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultFileMode os.FileMode = 0o640
+	DefaultDirMode  os.FileMode = 0o750
+)
+
+// Config says where and how the Writer keeps its files. The zero value of every field but
+// Dir is a usable default.
+type Config struct {
+	Dir      string      // where the hour files go; created if missing
+	FileMode os.FileMode // permissions of new files; 0 means DefaultFileMode
+	DirMode  os.FileMode // permissions of Dir if it has to be created; 0 means DefaultDirMode
+	// Group, a group name or numeric gid, owns Dir and the files when set, so that a DBA
+	// group can read them without root.
+	Group string
+	// Compress is how closed hours are compressed: CompressGzip (when ""), CompressZstd or
+	// CompressNone.
+	Compress string
+	// MaxAge deletes an hour file once its last possible row is older than this; 0 keeps
+	// files forever.
+	MaxAge time.Duration
+	// MaxBytes deletes the oldest hour files while all of them together take more than
+	// this; 0 means no limit.
+	MaxBytes int64
+	// MinFreeBytes pauses writing while the file system has less free space than this, so
+	// that threadcap never fills the disk a database lives on; 0 pauses only when it is full.
+	MinFreeBytes int64
+	// FsyncEvery bounds how much a power loss can take; 0 syncs only at each hour's end and
+	// at Close.
+	FsyncEvery time.Duration
+	Clock      func() time.Time // time.Now when nil
+	Log        *logrus.Entry    // the "output" component of the standard logger when nil
+}
+
+// Validate reports every mistake in c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Dir == "" {
+		errs = append(errs, errors.New("output dir is not set"))
+	}
+	if err := checkMode("file mode", c.FileMode, 0o600); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkMode("dir mode", c.DirMode, 0o700); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Group != "" {
+		if _, err := lookupGroup(c.Group); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	switch c.Compress {
+	case "", CompressGzip, CompressZstd, CompressNone:
+	default:
+		errs = append(errs, fmt.Errorf("compress %q is not one of %s, %s, %s",
+			c.Compress, CompressGzip, CompressZstd, CompressNone))
+	}
+	for _, d := range []struct {
+		name  string
+		value int64
+	}{
+		{"max age", int64(c.MaxAge)},
+		{"max bytes", c.MaxBytes},
+		{"min free bytes", c.MinFreeBytes},
+		{"fsync every", int64(c.FsyncEvery)},
+	} {
+		if d.value < 0 {
+			errs = append(errs, fmt.Errorf("%s is negative; use 0 to turn it off", d.name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkMode rejects modes that are not plain permissions, and modes that would stop
+// threadcap itself from using its files after dropping privileges.
+func checkMode(name string, mode, ownerNeeds os.FileMode) error {
+	if mode == 0 {
+		return nil
+	}
+	if mode&^os.ModePerm != 0 {
+		return fmt.Errorf("%s %#o has bits other than permissions", name, uint32(mode))
+	}
+	if mode&ownerNeeds != ownerNeeds {
+		return fmt.Errorf("%s %#o must give the owner at least %#o", name, uint32(mode), uint32(ownerNeeds))
+	}
+	return nil
+}
+
+// withDefaults fills in the zero values Validate accepts.
+func (c Config) withDefaults() Config {
+	if c.FileMode == 0 {
+		c.FileMode = DefaultFileMode
+	}
+	if c.DirMode == 0 {
+		c.DirMode = DefaultDirMode
+	}
+	if c.Compress == "" {
+		c.Compress = CompressGzip
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Log == nil {
+		c.Log = logrus.StandardLogger().WithField(fieldComponent, "output")
+	}
+	return c
+}
+
+// lookupGroup resolves a group name or numeric gid; -1 (leave the group alone) for "".
+func lookupGroup(group string) (int, error) {
+	if group == "" {
+		return -1, nil
+	}
+	if gid, err := strconv.Atoi(group); err == nil && gid >= 0 {
+		return gid, nil
+	}
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		return 0, fmt.Errorf("group %q: %w; create it or use a numeric gid", group, err)
+	}
+	gid, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return 0, fmt.Errorf("group %q has non-numeric gid %q: %w", group, g.Gid, err)
+	}
+	return gid, nil
+}

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package output
+
+import (
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/threadcap/threadcap/state"
+)
+
+// timeLayout is RFC 3339 with exactly six fractional digits and a numeric offset. A fixed
+// width keeps rows aligned for the eye and sortable as text; "-07:00" rather than "Z07:00"
+// writes +00:00 instead of Z on UTC hosts, so every row has the same shape.
+const timeLayout = "2006-01-02T15:04:05.000000-07:00"
+
+// plain marks the bytes a text field may hold without being quoted: printable ASCII other
+// than the comma and the double quote. Everything else takes the slow path, which quotes or
+// repairs.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != ',' && c != '"'
+	}
+	return t
+}()
+
+// AppendCSV appends s as one CSV row in the layout of Columns, newline included, and returns
+// the extended buffer. It does not allocate.
+//
+// Text fields are written so that every row reads back with any RFC 4180 reader and is safe
+// to open in a spreadsheet:
+//   - a field is quoted only when it must be (comma, double quote, CR, LF, or a leading or
+//     trailing space), so that grep for a plain name matches the raw file;
+//   - invalid UTF-8 and NUL bytes become U+FFFD, because DuckDB rejects invalid UTF-8 and a
+//     NUL marks the zero-filled tail a crash can leave (see repair in hourfile.go);
+//   - a value starting with = + - @ tab or CR gets a leading ', which spreadsheets take as
+//     "this is text" instead of running it as a formula. A value that itself starts with '
+//     gets one too, so the rule reverses exactly: drop one leading ' if there is one.
+//     grep still finds such a value by any part of it.
+func AppendCSV(dst []byte, s *state.Sample) []byte {
+	dst = s.Time.Local().AppendFormat(dst, timeLayout)
+	dst = appendInt(append(dst, ','), int64(s.Pid))
+	dst = appendInt(append(dst, ','), int64(s.Tid))
+	dst = appendText(append(dst, ','), s.Process)
+	dst = appendText(append(dst, ','), s.Thread)
+	dst = appendText(append(dst, ','), s.User)
+	dst = appendText(append(dst, ','), s.State.String())
+	dst = appendInt(append(dst, ','), s.StateUs)
+	dst = appendText(append(dst, ','), s.Syscall)
+	dst = appendInt(append(dst, ','), s.SyscallUs)
+	dst = appendInt(append(dst, ','), s.SyscallCPUUs)
+	dst = append(dst, ',')
+	if s.Syscall != "" {
+		for i, a := range s.Args {
+			if i > 0 {
+				dst = append(dst, ' ')
+			}
+			dst = strconv.AppendUint(append(dst, '0', 'x'), a, 16)
+		}
+	}
+	dst = appendInt(append(dst, ','), int64(s.CPU))
+	for _, us := range s.StateTimeUs {
+		dst = appendInt(append(dst, ','), us)
+	}
+	dst = appendInt(append(dst, ','), s.Voluntary)
+	dst = appendInt(append(dst, ','), s.Involuntary)
+	dst = appendText(append(dst, ','), s.Exe)
+	dst = strconv.AppendBool(append(dst, ','), s.Seeded)
+	dst = appendText(append(dst, ','), s.Wchan)
+	return append(dst, '\n')
+}
+
+// appendInt writes state.Unknown as an empty field, which DuckDB reads as NULL.
+func appendInt(dst []byte, v int64) []byte {
+	if v == state.Unknown {
+		return dst
+	}
+	return strconv.AppendInt(dst, v, 10)
+}
+
+// appendText writes one text field, escaped as AppendCSV documents.
+func appendText(dst []byte, v string) []byte {
+	if v == "" {
+		return dst
+	}
+	formula := needsFormulaGuard(v[0])
+	if !formula && v[0] != ' ' && v[len(v)-1] != ' ' && allPlain(v) {
+		return append(dst, v...)
+	}
+	quote := v[0] == ' ' || v[len(v)-1] == ' ' || needsQuotes(v)
+	if quote {
+		dst = append(dst, '"')
+	}
+	if formula {
+		dst = append(dst, '\'')
+	}
+	for i := 0; i < len(v); {
+		c := v[i]
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"':
+				dst = append(dst, '"', '"')
+			case 0:
+				dst = utf8.AppendRune(dst, utf8.RuneError)
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(v[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = utf8.AppendRune(dst, utf8.RuneError)
+		} else {
+			dst = append(dst, v[i:i+size]...)
+		}
+		i += size
+	}
+	if quote {
+		dst = append(dst, '"')
+	}
+	return dst
+}
+
+// needsFormulaGuard reports whether a value starting with c would be run as a formula by
+// Excel or LibreOffice (the OWASP "CSV injection" list), or starts with the guard itself.
+func needsFormulaGuard(c byte) bool {
+	switch c {
+	case '=', '+', '-', '@', '\t', '\r', '\'':
+		return true
+	}
+	return false
+}
+
+func allPlain(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if !plain[v[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+func needsQuotes(v string) bool {
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case ',', '"', '\r', '\n':
+			return true
+		}
+	}
+	return false
+}

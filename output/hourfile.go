@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package output
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// File names are threadcap_samples_<UTC hour>Z<suffix>, for example
+// threadcap_samples_2026-11-21T14Z.csv. The hour is UTC so that names sort chronologically
+// as text and never repeat when the local clock falls back an hour, and the same name means
+// the same hour on servers in different time zones. Rows inside still carry local time.
+const (
+	namePrefix = "threadcap_samples_"
+	hourLayout = "2006-01-02T15Z"
+	suffixCSV  = ".csv"
+	suffixGzip = ".csv.gz"
+	suffixZstd = ".csv.zst"
+	suffixTmp  = ".tmp"
+	// suffixOtherSchema is given to a current-hour file found with a header threadcap does
+	// not write (another schema version), so that new rows never go under the wrong header.
+	suffixOtherSchema = ".csv.other-schema"
+)
+
+// hourName is the file name for the hour starting at hour, with suffix.
+func hourName(hour time.Time, suffix string) string {
+	return namePrefix + hour.UTC().Format(hourLayout) + suffix
+}
+
+// parseHourName is the inverse of hourName; ok is false for files threadcap did not name.
+func parseHourName(name string) (hour time.Time, suffix string, ok bool) {
+	rest, found := strings.CutPrefix(name, namePrefix)
+	if !found || len(rest) < len(hourLayout) {
+		return time.Time{}, "", false
+	}
+	hour, err := time.Parse(hourLayout, rest[:len(hourLayout)])
+	if err != nil {
+		return time.Time{}, "", false
+	}
+	return hour, rest[len(hourLayout):], true
+}
+
+// hourFile is the file rows of the current hour are appended to.
+type hourFile struct {
+	f    *os.File
+	hour time.Time
+	// size is where the last complete row ends; the file is never left longer than this
+	// once a write returns.
+	size int64
+}
+
+// openReport says what opening an hour file had to do, for the caller to log.
+type openReport struct {
+	created  bool
+	cutBytes int64  // an incomplete last row removed
+	setAside string // a file with another header moved out of the way
+}
+
+// openHourFile opens the hour's file for appending, creating it or repairing what a crash
+// left. It reads a reopened file to its end: a quoted field may hold newlines, so only
+// counting quotes from the start tells a row's end from a newline inside a value.
+func openHourFile(dir string, hour time.Time, mode os.FileMode, gid int) (*hourFile, openReport, error) {
+	var rep openReport
+	path := filepath.Join(dir, hourName(hour, suffixCSV))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, mode)
+	if errors.Is(err, os.ErrExist) {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+		if err != nil {
+			return nil, rep, fmt.Errorf("opening %s: %w", path, err)
+		}
+		size, end, known, err := completeRows(f)
+		switch {
+		case err != nil:
+			f.Close()
+			return nil, rep, fmt.Errorf("reading %s: %w", path, err)
+		case !known:
+			f.Close()
+			rep.setAside = filepath.Join(dir, hourName(hour, suffixOtherSchema))
+			if err := os.Rename(path, rep.setAside); err != nil {
+				return nil, rep, fmt.Errorf("moving aside %s with another header: %w", path, err)
+			}
+			hf, fresh, err := openHourFile(dir, hour, mode, gid)
+			fresh.setAside = rep.setAside
+			return hf, fresh, err
+		case end < size:
+			if err := f.Truncate(end); err != nil {
+				f.Close()
+				return nil, rep, fmt.Errorf("cutting the incomplete last row of %s: %w", path, err)
+			}
+			rep.cutBytes = size - end
+		}
+		return &hourFile{f: f, hour: hour, size: end}, rep, nil
+	}
+	if err != nil {
+		return nil, rep, fmt.Errorf("creating %s: %w", path, err)
+	}
+	rep.created = true
+	if err := setOwnership(f, mode, gid); err != nil {
+		f.Close()
+		return nil, rep, fmt.Errorf("creating %s: %w", path, err)
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, rep, err
+	}
+	return &hourFile{f: f, hour: hour}, rep, nil
+}
+
+// completeRows finds where the last complete row of an hour file ends. known is false when
+// the file starts with a header other than ours. A NUL byte ends the scan, as a power loss
+// can leave a zero-filled tail and AppendCSV never writes NUL.
+func completeRows(f *os.File) (size, end int64, known bool, err error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	size = fi.Size()
+	r := io.NewSectionReader(f, 0, size)
+	head := make([]byte, len(header))
+	n, err := io.ReadFull(r, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return size, 0, false, err
+	}
+	if n < len(head) {
+		// A header cut short is ours if it is a prefix of ours; nothing after it survives.
+		return size, 0, bytes.HasPrefix([]byte(header), head[:n]), nil
+	}
+	if string(head) != header {
+		return size, 0, false, nil
+	}
+	end = int64(len(header))
+	pos, quoted := end, false
+	buf := make([]byte, 1<<20)
+	for {
+		n, err := r.Read(buf)
+		for i, c := range buf[:n] {
+			switch {
+			case c == '"':
+				quoted = !quoted
+			case c == '\n' && !quoted:
+				end = pos + int64(i) + 1
+			case c == 0:
+				return size, end, true, nil
+			}
+		}
+		pos += int64(n)
+		if errors.Is(err, io.EOF) {
+			return size, end, true, nil
+		}
+		if err != nil {
+			return size, end, true, err
+		}
+	}
+}
+
+// setOwnership applies the configured mode, which the umask may have narrowed, and group.
+func setOwnership(f *os.File, mode os.FileMode, gid int) error {
+	if err := f.Chmod(mode); err != nil {
+		return fmt.Errorf("setting mode %#o: %w", uint32(mode), err)
+	}
+	if gid >= 0 {
+		if err := f.Chown(-1, gid); err != nil {
+			return fmt.Errorf("setting group %d: %w", gid, err)
+		}
+	}
+	return nil
+}
+
+// syncDir makes a create, rename or remove in dir survive a power loss.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("opening %s to sync it: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	return nil
+}

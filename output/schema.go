@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package output
+
+import (
+	"strings"
+)
+
+// SchemaVersion is the version of the column layout below. It changes whenever a column is
+// added, removed, renamed, reordered or changes type, so that saved queries can tell which
+// files they understand.
+const SchemaVersion = 1
+
+// Column describes one CSV column: what analysts need to load it and what DBAs need to read
+// it.
+type Column struct {
+	Name    string // snake_case, with the unit as a suffix when there is one
+	Type    string // DuckDB type to load it as
+	Unit    string // "" when the value has no unit
+	Meaning string // one line
+}
+
+// DuckDB types used by the schema.
+const (
+	typeBigint      = "BIGINT"
+	typeInteger     = "INTEGER"
+	typeVarchar     = "VARCHAR"
+	typeTimestampTZ = "TIMESTAMPTZ"
+	typeBoolean     = "BOOLEAN"
+)
+
+// textNote is appended to the meaning of every free-text column, because the escaping it
+// describes changes what a reader sees.
+const textNote = " Text: a leading ' is added when the value starts with = + - @ tab CR or '."
+
+// Columns is the layout of every file, in order. AppendCSV writes exactly these fields.
+var Columns = []Column{
+	{"sample_time", typeTimestampTZ, "", "Tick time, RFC 3339 with microseconds, in the local time zone of threadcap."},
+	{"pid", typeInteger, "", "Process ID (thread group ID)."},
+	{"tid", typeInteger, "", "Thread ID."},
+	{"process", typeVarchar, "", "Process name (its main thread's comm)." + textNote},
+	{"thread", typeVarchar, "", "Thread name (comm)." + textNote},
+	{"user", typeVarchar, "", "User name of the process, or its numeric uid." + textNote},
+	{"state", typeVarchar, "", "on_cpu, runnable, sleeping, uninterruptible, stopped or dead."},
+	{"state_us", typeBigint, "µs", "How long the thread has been in state; empty when unknown."},
+	{"syscall", typeVarchar, "", "Syscall in progress; empty in user space or when unknown." + textNote},
+	{"syscall_us", typeBigint, "µs", "How long the syscall has run so far; empty when none or unknown."},
+	{"syscall_cpu_us", typeBigint, "µs", "Part of syscall_us spent on CPU; empty when none or unknown."},
+	{"syscall_args", typeVarchar, "", "The six raw syscall arguments as lowercase 0x hex, space separated; empty with no syscall."},
+	{"cpu", typeInteger, "", "CPU the thread runs on or last ran on; empty if never seen."},
+	{"on_cpu_us", typeBigint, "µs", "Time on CPU since the previous tick; empty for a seeded thread."},
+	{"runnable_us", typeBigint, "µs", "Time waiting for a CPU since the previous tick; empty for a seeded thread."},
+	{"sleeping_us", typeBigint, "µs", "Time in interruptible sleep since the previous tick; empty for a seeded thread."},
+	{"uninterruptible_us", typeBigint, "µs", "Time in uninterruptible sleep (D) since the previous tick; empty for a seeded thread."},
+	{"stopped_us", typeBigint, "µs", "Time stopped since the previous tick; empty for a seeded thread."},
+	{"voluntary_switches", typeBigint, "", "Context switches off CPU by sleeping since the previous tick; empty when unknown."},
+	{"involuntary_switches", typeBigint, "", "Context switches off CPU by preemption since the previous tick; empty when unknown."},
+	{"exe", typeVarchar, "", "Path of the process's executable." + textNote},
+	{"seeded", typeBoolean, "", "true when read from /proc because the kernel side has not observed the thread yet."},
+	{"wchan", typeVarchar, "", "Kernel function a seeded thread waits in; empty otherwise." + textNote},
+}
+
+// header is the first line of every file, computed once because every rotation writes it.
+var header = func() string {
+	names := make([]string, len(Columns))
+	for i, c := range Columns {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ",") + "\n"
+}()
+
+// Header is the first line of every file, newline included.
+func Header() string { return header }
+
+// MarkdownTable renders the schema as the table the README documents, so that a test can
+// keep the two from drifting apart.
+func MarkdownTable() string {
+	var b strings.Builder
+	b.WriteString("| column | type | unit | meaning |\n")
+	b.WriteString("|---|---|---|---|\n")
+	for _, c := range Columns {
+		for _, cell := range []string{c.Name, c.Type, c.Unit, c.Meaning} {
+			b.WriteString("| ")
+			b.WriteString(markdownCell(cell))
+			b.WriteString(" ")
+		}
+		b.WriteString("|\n")
+	}
+	return b.String()
+}
+
+// markdownCell escapes what would otherwise end a table cell or start inline code.
+func markdownCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "`", "\\`").Replace(s)
+}
+
+// DuckDBColumns is the columns argument of DuckDB's read_csv for these files, for example
+//
+//	SELECT * FROM read_csv('threadcap_samples_*.csv*', header = true, columns = <this>)
+//
+// Naming every column with its type stops DuckDB guessing types from the first rows, which
+// would make an empty syscall column VARCHAR in one file and BIGINT in another.
+func DuckDBColumns() string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i, c := range Columns {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("'" + c.Name + "': '" + c.Type + "'")
+	}
+	b.WriteString("}")
+	return b.String()
+}

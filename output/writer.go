@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package output writes samples to hourly CSV files: one file per UTC hour, appended to as
+// ticks come in, compressed once the hour is over and deleted by age and total size.
+package output
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"github.com/threadcap/threadcap/state"
+)
+
+// Log field keys.
+const (
+	fieldComponent = "component"
+	fieldFile      = "file"
+	fieldTick      = "tick"
+	fieldBytes     = "bytes"
+	fieldDropped   = "dropped_rows"
+	fieldFreeBytes = "free_bytes"
+	fieldFloor     = "min_free_bytes"
+	fieldReason    = "reason"
+	fieldAside     = "moved_to"
+)
+
+// ErrClosed is returned by Write after Close.
+var ErrClosed = errors.New("output writer is closed")
+
+// Writer appends samples to the current hour's file. Write and Close may be called from
+// different goroutines.
+type Writer struct {
+	cfg     Config
+	log     *logrus.Entry
+	gid     int
+	dirLock *os.File
+
+	written, dropped atomic.Uint64
+
+	mu   sync.Mutex // guards everything below, up to maintMu
+	file *hourFile
+	// hour is the current hour: the open file's, or the clock's before the first Write. It
+	// never goes back, so background work can treat every earlier hour as closed.
+	hour      time.Time
+	buf       []byte
+	ends      []int // where each row in buf ends
+	lastSync  time.Time
+	paused    bool   // out of space; rows are being dropped
+	pausedAt  uint64 // dropped count when the pause began
+	clockBack bool
+	closed    bool
+
+	maintMu sync.Mutex // one maintenance pass at a time
+	kick    chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// New checks cfg, prepares the directory, takes it for this process, and starts the
+// background work that compresses and deletes closed hours, beginning with what a previous
+// run left behind.
+func New(cfg Config) (*Writer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid output config: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	gid, err := lookupGroup(cfg.Group)
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareDir(cfg.Dir, cfg.DirMode, gid); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &Writer{
+		cfg: cfg, log: cfg.Log, gid: gid, dirLock: lock,
+		kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
+	}
+	w.removeStaleTmp()
+	go w.runMaintenance(ctx)
+	w.kickMaintenance()
+	return w, nil
+}
+
+// prepareDir creates dir with mode if it is missing; an existing dir keeps the mode an
+// administrator gave it.
+func prepareDir(dir string, mode os.FileMode, gid int) error {
+	if err := os.Mkdir(dir, mode); err == nil {
+		if err := os.Chmod(dir, mode); err != nil {
+			return fmt.Errorf("setting mode of %s: %w", dir, err)
+		}
+	} else if !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating output dir: %w", err)
+	}
+	if gid >= 0 {
+		if err := os.Chown(dir, -1, gid); err != nil {
+			return fmt.Errorf("setting group of %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// lockDir stops a second threadcap from appending to the same files, which would interleave
+// partial rows.
+func lockDir(dir string) (*os.File, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening output dir: %w", err)
+	}
+	if err := unix.Flock(int(d.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		d.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another threadcap is writing to %s; stop it or use another dir", dir)
+		}
+		return nil, fmt.Errorf("locking %s: %w", dir, err)
+	}
+	return d, nil
+}
+
+// WrittenRows is how many rows have reached a file.
+func (w *Writer) WrittenRows() uint64 { return w.written.Load() }
+
+// DroppedRows is how many rows were not written, whole, because the disk was full or below
+// MinFreeBytes, or a write failed. Every row given to Write is counted exactly once, in
+// WrittenRows or here.
+func (w *Writer) DroppedRows() uint64 { return w.dropped.Load() }
+
+// Write appends the rows of one tick to the file of tick's hour, starting a new file when
+// the hour changes, and hands them to the kernel before returning so that tail -f sees
+// them. Running out of space is not an error: rows are dropped and counted until space
+// returns.
+func (w *Writer) Write(tick time.Time, rows []state.Sample) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	hour := tick.UTC().Truncate(time.Hour)
+	if hour.Before(w.hour) {
+		if !w.clockBack {
+			w.log.WithField(fieldTick, tick).Warn("clock went back before the current hour; " +
+				"rows go to the current hour's file until it catches up")
+			w.clockBack = true
+		}
+		hour = w.hour
+	} else {
+		w.clockBack = false
+	}
+	if w.file == nil || !hour.Equal(w.file.hour) {
+		if err := w.rotate(hour); err != nil {
+			if isNoSpace(err) {
+				w.pause(logrus.Fields{fieldReason: err.Error()})
+			}
+			w.dropped.Add(uint64(len(rows)))
+			if isNoSpace(err) {
+				return nil
+			}
+			return err
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	if !w.haveSpace() {
+		w.dropped.Add(uint64(len(rows)))
+		return nil
+	}
+	return w.appendRows(rows)
+}
+
+// rotate syncs and closes the previous hour's file and opens hour's.
+func (w *Writer) rotate(hour time.Time) error {
+	if w.file != nil {
+		name := w.file.f.Name()
+		// The new hour's rows can still be written, so this is logged, not returned.
+		if err := w.closeFile(); err != nil {
+			w.log.WithField(fieldFile, name).WithError(err).Error("closing the previous hour file failed; its last rows may be lost on power loss")
+		}
+	}
+	hf, rep, err := openHourFile(w.cfg.Dir, hour, w.cfg.FileMode, w.gid)
+	if err != nil {
+		return err
+	}
+	w.file, w.hour, w.lastSync = hf, hour, w.cfg.Clock()
+	log := w.log.WithField(fieldFile, hf.f.Name())
+	if rep.setAside != "" {
+		log.WithField(fieldAside, rep.setAside).Warn("hour file had another header; moved it aside")
+	}
+	if rep.cutBytes > 0 {
+		log.WithField(fieldBytes, rep.cutBytes).Warn("removed the incomplete last row an earlier run left")
+	}
+	if rep.created {
+		log.Info("started hour file")
+	} else {
+		log.Info("appending to existing hour file")
+	}
+	w.kickMaintenance()
+	return nil
+}
+
+// closeFile ends an hour: the rows are synced so that compression reads what a power loss
+// would keep.
+func (w *Writer) closeFile() error {
+	f := w.file.f
+	w.file = nil
+	return errors.Join(f.Sync(), f.Close())
+}
+
+// Close syncs and closes the current file and stops background work, abandoning a
+// compression in progress (it is redone on the next start).
+func (w *Writer) Close() error {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	var errs []error
+	if w.file != nil {
+		errs = append(errs, w.closeFile())
+	}
+	w.mu.Unlock()
+	w.cancel()
+	<-w.done
+	errs = append(errs, w.dirLock.Close())
+	return errors.Join(errs...)
+}
