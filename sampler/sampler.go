@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package sampler is threadcap's tick loop: at every tick it reads every thread's record,
+// works out how each spent the time since the previous tick, and hands one row per thread
+// worth recording to a sink.
+package sampler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/threadcap/threadcap/state"
+)
+
+// Source is the kernel side as the sampler reads it; *bpf.Tracker implements it.
+type Source interface {
+	// Scan calls fn for every thread whose record may have changed since the
+	// CLOCK_MONOTONIC time since (0: every thread).
+	Scan(since uint64, fn func(slot uint32, th *state.Thread))
+	// Free gives back the slot of an exited thread once its last record has been read.
+	Free(slot uint32) error
+}
+
+// Sink takes each tick's rows; output.Writer implements it.
+type Sink interface {
+	Write(tick time.Time, rows []state.Sample) error
+}
+
+// Config is how a Sampler samples.
+type Config struct {
+	// Interval is the time between ticks: one second for 1 Hz.
+	Interval time.Duration
+	Filter   Filter
+	// ProcRoot is the proc filesystem to seed from and read process context from.
+	ProcRoot string
+	// Self is threadcap's own pid, left out of the rows.
+	Self int32
+	// Mono is the kernel side's clock (CLOCK_MONOTONIC ns); Wall the clock of the rows.
+	Mono func() uint64
+	Wall func() time.Time
+	Log  *logrus.Entry
+}
+
+// Validate reports every problem in the configuration at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Interval < 10*time.Millisecond || c.Interval > time.Hour {
+		errs = append(errs, fmt.Errorf("sampling interval %v is out of range: use 100 Hz (10ms) down to one sample an hour", c.Interval))
+	}
+	if c.Mono == nil || c.Wall == nil || c.Log == nil {
+		errs = append(errs, errors.New("sampler needs its clocks and a logger"))
+	}
+	return errors.Join(errs...)
+}
+
+// Stats are the sampler's own counts since it started.
+type Stats struct {
+	Ticks        uint64
+	SkippedTicks uint64 // ticks not taken because the one before ran past them
+	Rows         uint64
+}
+
+// Log field keys.
+const (
+	fieldSkipped = "skipped_ticks"
+	fieldThreads = "threads"
+	fieldSeeded  = "seeded"
+)
+
+// Sampler turns records into rows, one tick at a time.
+type Sampler struct {
+	cfg      Config
+	src      Source
+	sink     Sink
+	prev     []snapshot // by slot: the record as last read
+	prevMono uint64     // the previous tick, on the Mono clock
+	seeded   map[int32]*state.Thread
+	procs    *processCache
+	rows     []state.Sample
+	dead     []uint32
+	stats    Stats
+	slowLog  rateLimit
+}
+
+// New makes a Sampler reading src and writing to sink.
+func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ProcRoot == "" {
+		cfg.ProcRoot = "/proc"
+	}
+	procs, err := newProcessCache(cfg.ProcRoot)
+	if err != nil {
+		return nil, err
+	}
+	return &Sampler{
+		cfg: cfg, src: src, sink: sink, procs: procs,
+		seeded:  map[int32]*state.Thread{},
+		slowLog: rateLimit{every: time.Minute},
+	}, nil
+}
+
+// Seed reads every thread from /proc, so that the first tick shows threads the kernel
+// side has not seen yet. Call it after the kernel side is attached.
+func (s *Sampler) Seed() error {
+	threads, err := state.Seed(s.cfg.ProcRoot)
+	if err != nil {
+		return fmt.Errorf("seeding from %s: %w", s.cfg.ProcRoot, err)
+	}
+	for i := range threads {
+		s.seeded[threads[i].Tid] = &threads[i]
+	}
+	s.cfg.Log.WithField(fieldThreads, len(threads)).Info("seeded threads from /proc")
+	return nil
+}
+
+// Run takes a first tick at once, then ticks at every wall-clock multiple of the interval
+// until ctx ends. A tick that runs past the next boundary makes the sampler skip the
+// boundaries it missed (counted in Stats), never queue them.
+func (s *Sampler) Run(ctx context.Context) error {
+	if err := s.Tick(s.cfg.Wall()); err != nil {
+		return err
+	}
+	last := s.cfg.Wall().Truncate(s.cfg.Interval)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		next := nextTick(s.cfg.Wall(), s.cfg.Interval)
+		if missed := int64(next.Sub(last)/s.cfg.Interval) - 1; missed > 0 {
+			s.stats.SkippedTicks += uint64(missed)
+			if s.slowLog.allow(s.cfg.Wall()) {
+				s.cfg.Log.WithField(fieldSkipped, s.stats.SkippedTicks).
+					Warn("ticks take longer than the sampling interval; skipping the ticks missed")
+			}
+		}
+		timer.Reset(time.Until(next))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+		if err := s.Tick(next); err != nil {
+			return err
+		}
+		last = next
+	}
+}
+
+// nextTick is the first multiple of interval after now, so that samples taken on many
+// hosts line up, and a late tick does not push later ones back (no drift).
+func nextTick(now time.Time, interval time.Duration) time.Time {
+	return now.Truncate(interval).Add(interval)
+}
+
+// Stats returns the counts so far.
+func (s *Sampler) Stats() Stats { return s.stats }
+
+// rateLimit lets a repeated warning through once per period.
+type rateLimit struct {
+	every time.Duration
+	last  time.Time
+}
+
+func (r *rateLimit) allow(now time.Time) bool {
+	if !r.last.IsZero() && now.Sub(r.last) < r.every {
+		return false
+	}
+	r.last = now
+	return true
+}

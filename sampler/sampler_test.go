@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sampler
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/threadcap/threadcap/state"
+)
+
+// fakeSource holds records by slot, as the kernel side would.
+type fakeSource struct {
+	recs  map[uint32]*state.Thread
+	freed []uint32
+}
+
+func (f *fakeSource) Scan(since uint64, fn func(uint32, *state.Thread)) {
+	for slot := uint32(0); slot < 64; slot++ {
+		th, ok := f.recs[slot]
+		if !ok {
+			continue
+		}
+		quiet := (th.State == state.Sleeping || th.State == state.Stopped) && th.SinceNs < since
+		if since == 0 || !quiet {
+			c := *th
+			fn(slot, &c)
+		}
+	}
+}
+
+func (f *fakeSource) Free(slot uint32) error {
+	f.freed = append(f.freed, slot)
+	delete(f.recs, slot)
+	return nil
+}
+
+type fakeSink struct{ ticks [][]state.Sample }
+
+func (f *fakeSink) Write(_ time.Time, rows []state.Sample) error {
+	f.ticks = append(f.ticks, append([]state.Sample(nil), rows...))
+	return nil
+}
+
+const sec = uint64(time.Second)
+
+// rig is a sampler on a fake source, with a mono clock the test moves.
+type rig struct {
+	src  *fakeSource
+	sink *fakeSink
+	s    *Sampler
+	mono uint64
+}
+
+func newRig(t *testing.T, f Filter) *rig {
+	t.Helper()
+	r := &rig{src: &fakeSource{recs: map[uint32]*state.Thread{}}, sink: &fakeSink{}, mono: 100 * sec}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	s, err := New(Config{
+		Interval: time.Second, Filter: f, ProcRoot: t.TempDir(), Self: 999,
+		Mono: func() uint64 { return r.mono }, Wall: time.Now, Log: logrus.NewEntry(log),
+	}, r.src, r.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.s = s
+	return r
+}
+
+// tick advances the clock to mono and samples, returning that tick's rows by tid.
+func (r *rig) tick(t *testing.T, mono uint64) map[int32]state.Sample {
+	t.Helper()
+	r.mono = mono
+	if err := r.s.Tick(time.Unix(0, int64(mono))); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[int32]state.Sample{}
+	for _, row := range r.sink.ticks[len(r.sink.ticks)-1] {
+		rows[row.Tid] = row
+	}
+	return rows
+}
+
+func sleeper(tid int32, since uint64) *state.Thread {
+	return &state.Thread{Tid: tid, Pid: tid, State: state.Sleeping, SinceNs: since, StartNs: 1, Syscall: 35}
+}
+
+func TestBurstBetweenTicksGetsARow(t *testing.T) {
+	r := newRig(t, Filter{})
+	r.src.recs[1] = sleeper(10, 50*sec)
+	if rows := r.tick(t, 100*sec); len(rows) != 0 {
+		t.Fatalf("an idle sleeper got a row: %+v", rows)
+	}
+	// Between ticks it runs 20 ms and sleeps again: asleep at both ticks.
+	th := r.src.recs[1]
+	th.StateNs[state.Sleeping] += 100*sec + 500_000_000 - th.SinceNs
+	th.StateNs[state.OnCPU] += 20_000_000
+	th.SinceNs = 100*sec + 520_000_000
+	th.Voluntary++
+	rows := r.tick(t, 101*sec)
+	row, ok := rows[10]
+	if !ok {
+		t.Fatal("a thread that ran 20 ms between ticks got no row")
+	}
+	if row.StateTimeUs[state.OnCPU] != 20_000 {
+		t.Errorf("on_cpu_us = %d, want 20000", row.StateTimeUs[state.OnCPU])
+	}
+	if got := row.StateTimeUs[state.Sleeping] + row.StateTimeUs[state.OnCPU]; got != 1_000_000 {
+		t.Errorf("time columns add up to %d us over a 1 s tick", got)
+	}
+	if row.Voluntary != 1 || row.State != state.Sleeping || row.Syscall != state.SyscallName(35) {
+		t.Errorf("row = %+v", row)
+	}
+	if rows := r.tick(t, 102*sec); len(rows) != 0 {
+		t.Errorf("the sleeper got a row at a tick it was idle for: %+v", rows)
+	}
+}
+
+func TestAllThreadsIncludesSleepers(t *testing.T) {
+	r := newRig(t, Filter{All: true})
+	r.src.recs[1] = sleeper(10, 50*sec)
+	r.tick(t, 100*sec)
+	row, ok := r.tick(t, 101*sec)[10]
+	if !ok {
+		t.Fatal("no row for a sleeper with the all-threads filter")
+	}
+	if row.StateTimeUs[state.Sleeping] != 1_000_000 || row.StateUs != 51_000_000 {
+		t.Errorf("sleeping_us = %d, state_us = %d; want 1000000 and 51000000",
+			row.StateTimeUs[state.Sleeping], row.StateUs)
+	}
+}
+
+func TestSeededThreadUntilObserved(t *testing.T) {
+	r := newRig(t, Filter{All: true})
+	r.s.seeded[20] = &state.Thread{Tid: 20, Pid: 20, State: state.Uninterruptible, Seeded: true, Syscall: state.NoSyscall}
+	row, ok := r.tick(t, 100*sec)[20]
+	if !ok || !row.Seeded || row.StateUs != state.Unknown || row.StateTimeUs[state.OnCPU] != state.Unknown {
+		t.Fatalf("seeded row = %+v (present %v)", row, ok)
+	}
+	r.src.recs[3] = &state.Thread{Tid: 20, Pid: 20, State: state.OnCPU, SinceNs: 100*sec + 1, StartNs: 7}
+	row = r.tick(t, 101*sec)[20]
+	if row.Seeded || row.State != state.OnCPU {
+		t.Errorf("once the kernel side saw it, the row is still seeded: %+v", row)
+	}
+	if len(r.sink.ticks[1]) != 1 {
+		t.Errorf("thread 20 has %d rows in one tick", len(r.sink.ticks[1]))
+	}
+}
+
+func TestExitedThreadGetsLastRowAndItsSlotBack(t *testing.T) {
+	r := newRig(t, Filter{})
+	r.src.recs[4] = &state.Thread{Tid: 30, Pid: 30, State: state.OnCPU, SinceNs: 99 * sec, StartNs: 3}
+	r.tick(t, 100*sec)
+	r.src.recs[4] = &state.Thread{Tid: 30, Pid: 30, State: state.Dead, SinceNs: 100*sec + 300_000_000,
+		StateNs: [state.TimedStates]uint64{state.OnCPU: 1_300_000_000}, StartNs: 3}
+	row, ok := r.tick(t, 101*sec)[30]
+	if !ok || row.State != state.Dead || row.StateTimeUs[state.OnCPU] != 300_000 {
+		t.Errorf("last row of an exited thread = %+v (present %v)", row, ok)
+	}
+	if len(r.src.freed) != 1 || r.src.freed[0] != 4 {
+		t.Errorf("freed slots %v, want [4]", r.src.freed)
+	}
+}
+
+func TestSelfAndPidFilter(t *testing.T) {
+	r := newRig(t, Filter{Pids: []int32{40}})
+	r.src.recs[1] = &state.Thread{Tid: 999, Pid: 999, State: state.OnCPU, SinceNs: 1, StartNs: 1}
+	r.src.recs[2] = &state.Thread{Tid: 40, Pid: 40, State: state.OnCPU, SinceNs: 1, StartNs: 1}
+	r.src.recs[3] = &state.Thread{Tid: 41, Pid: 41, State: state.OnCPU, SinceNs: 1, StartNs: 1}
+	rows := r.tick(t, 100*sec)
+	if _, ok := rows[40]; !ok || len(rows) != 1 {
+		t.Errorf("rows for tids %v, want only 40", keys(rows))
+	}
+}
+
+func keys(m map[int32]state.Sample) []int32 {
+	var k []int32
+	for tid := range m {
+		k = append(k, tid)
+	}
+	return k
+}
+
+func TestNextTickIsAligned(t *testing.T) {
+	for _, tc := range []struct {
+		now      string
+		interval time.Duration
+		want     string
+	}{
+		{"14:03:07.250", time.Second, "14:03:08.000"},
+		{"14:03:07.000", time.Second, "14:03:08.000"},
+		{"14:03:07.999", 50 * time.Millisecond, "14:03:08.000"},
+		{"14:03:07.010", 50 * time.Millisecond, "14:03:07.050"},
+	} {
+		now, _ := time.Parse("15:04:05.000", tc.now)
+		if got := nextTick(now, tc.interval).Format("15:04:05.000"); got != tc.want {
+			t.Errorf("nextTick(%s, %v) = %s, want %s", tc.now, tc.interval, got, tc.want)
+		}
+	}
+}

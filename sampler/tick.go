@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sampler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/threadcap/threadcap/state"
+)
+
+// snapshot is what the sampler keeps of a record between ticks: enough to know the
+// thread's cumulative times at the previous tick, read or not.
+type snapshot struct {
+	tid        int32
+	startNs    uint64
+	state      state.State
+	sinceNs    uint64
+	stateNs    [state.TimedStates]uint64
+	vol, invol uint64
+}
+
+// timesAt is the cumulative time per state at mono. A thread skipped by a scan was asleep
+// and unchanged since before the previous tick, so its snapshot still holds.
+func (p *snapshot) timesAt(mono uint64) [state.TimedStates]uint64 {
+	th := state.Thread{State: p.state, SinceNs: p.sinceNs, StateNs: p.stateNs}
+	return th.TimesAt(mono)
+}
+
+// Tick samples once, labelling the rows with wall.
+func (s *Sampler) Tick(wall time.Time) error {
+	mono := s.cfg.Mono()
+	since := s.prevMono
+	if s.cfg.Filter.All {
+		since = 0 // sleepers get rows too: read them all
+	}
+	s.rows = s.rows[:0]
+	s.dead = s.dead[:0]
+	s.src.Scan(since, func(slot uint32, th *state.Thread) { s.observe(slot, th, mono, wall) })
+	for _, th := range s.seeded {
+		if s.cfg.Filter.All || th.State.Active() {
+			s.addRow(th, wall, mono, nil)
+		}
+	}
+	var err error
+	for _, slot := range s.dead {
+		if ferr := s.src.Free(slot); ferr != nil && err == nil {
+			err = ferr
+		}
+	}
+	s.prevMono = mono
+	s.stats.Ticks++
+	s.stats.Rows += uint64(len(s.rows))
+	s.procs.expire(wall)
+	if werr := s.sink.Write(wall, s.rows); werr != nil {
+		return fmt.Errorf("writing tick %s: %w", wall.Format(time.RFC3339), werr)
+	}
+	return err
+}
+
+// observe turns one record into a row if the filter wants it, and remembers it.
+func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.Time) {
+	for int(slot) >= len(s.prev) {
+		s.prev = append(s.prev, snapshot{})
+	}
+	p := &s.prev[slot]
+	known := p.tid == th.Tid && p.startNs == th.StartNs && p.tid != 0
+	if !known {
+		// A thread first seen by the kernel side is no longer a seeded guess.
+		delete(s.seeded, th.Tid)
+		*p = snapshot{tid: th.Tid, startNs: th.StartNs}
+	}
+	if th.Pid != s.cfg.Self {
+		s.addRow(th, wall, mono, p)
+	}
+	if th.State == state.Dead {
+		s.dead = append(s.dead, slot)
+		s.procs.exited(th)
+		*p = snapshot{}
+		return
+	}
+	*p = snapshot{
+		tid: th.Tid, startNs: th.StartNs, state: th.State, sinceNs: th.SinceNs,
+		stateNs: th.StateNs, vol: th.Voluntary, invol: th.Involuntary,
+	}
+}
+
+// addRow appends th's row if the filter wants it. prev is the thread's snapshot from the
+// previous tick (zero for a thread new since then), nil for a seeded thread.
+func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *snapshot) {
+	row := state.Sample{
+		Time: wall, Pid: th.Pid, Tid: th.Tid, Thread: th.Name(), State: th.State,
+		StateUs: state.Unknown, SyscallUs: state.Unknown, SyscallCPUUs: state.Unknown,
+		CPU: th.CPU, Voluntary: state.Unknown, Involuntary: state.Unknown,
+		Seeded: th.Seeded, Wchan: th.Wchan,
+	}
+	busy := th.State.Active()
+	if prev == nil {
+		row.StateTimeUs = [state.TimedStates]int64{state.Unknown, state.Unknown, state.Unknown, state.Unknown, state.Unknown}
+	} else {
+		now, before := th.TimesAt(mono), prev.timesAt(s.prevMono)
+		for i := range now {
+			// Whole microseconds of the cumulative times, so that rows add up exactly.
+			row.StateTimeUs[i] = max(0, int64(now[i]/1000)-int64(before[i]/1000))
+		}
+		row.Voluntary = int64(th.Voluntary - prev.vol)
+		row.Involuntary = int64(th.Involuntary - prev.invol)
+		busy = busy || row.StateTimeUs[state.OnCPU] > 0 || row.StateTimeUs[state.Runnable] > 0 ||
+			row.StateTimeUs[state.Uninterruptible] > 0
+		if th.SinceNs != 0 && mono > th.SinceNs {
+			row.StateUs = int64(mono-th.SinceNs) / 1000
+		}
+	}
+	if !busy && !s.cfg.Filter.All {
+		return
+	}
+	if !s.cfg.Filter.wantsPid(th.Pid) {
+		return
+	}
+	proc := s.procs.get(th, wall)
+	if !s.cfg.Filter.wantsProcess(proc) {
+		return
+	}
+	row.Process, row.User, row.Exe = proc.name, proc.user, proc.exe
+	if th.Syscall != state.NoSyscall {
+		row.Syscall = state.SyscallName(th.Syscall)
+		row.Args = th.Args
+		if th.SyscallNs != 0 && mono > th.SyscallNs {
+			row.SyscallUs = int64(mono-th.SyscallNs) / 1000
+			onCPU := th.TimesAt(mono)[state.OnCPU]
+			row.SyscallCPUUs = int64(onCPU-min(onCPU, th.SyscallOnCPUNs)) / 1000
+		}
+	}
+	s.rows = append(s.rows, row)
+}
