@@ -86,6 +86,7 @@ func (r *Record) Thread(t *state.Thread) {
 		Pid:            int32(r.Tgid),
 		Comm:           r.Comm,
 		State:          state.State(r.State),
+		PrevState:      state.State(r.PrevState),
 		CPU:            int32(r.Cpu),
 		SinceNs:        r.SinceNs,
 		StateNs:        r.StateNs,

@@ -92,6 +92,7 @@ static __always_inline void enter_state(struct record *r, __u8 st, __u64 now)
 
 	if (old < TC_TIMED_STATES && now > r->since_ns)
 		r->state_ns[old] += now - r->since_ns;
+	r->prev_state = old;
 	r->state = st;
 	r->since_ns = now;
 }
@@ -130,6 +131,7 @@ static __noinline struct record *record_claim(struct task_struct *task, struct t
 	r->tid = task->pid;
 	r->tgid = task->tgid;
 	r->state = assumed;
+	r->prev_state = assumed;
 	r->cpu = bpf_get_smp_processor_id();
 	r->since_ns = bpf_ktime_get_ns();
 	for (i = 0; i < TC_TIMED_STATES; i++)

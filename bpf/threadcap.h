@@ -36,7 +36,7 @@ struct record {
 	__u32 tid;      /* 0: free slot */
 	__u32 tgid;
 	enum tc_state state;
-	__u8 _state_pad;
+	enum tc_state prev_state; /* the state before since_ns */
 	__u16 cpu;      /* CPU it runs on, or last ran on */
 	__u64 since_ns; /* CLOCK_MONOTONIC time the current state began */
 	__u64 state_ns[TC_TIMED_STATES]; /* cumulative, up to since_ns */

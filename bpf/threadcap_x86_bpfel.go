@@ -19,7 +19,7 @@ type threadcapRecord struct {
 	Tid       uint32
 	Tgid      uint32
 	State     threadcapTcState
-	StatePad  uint8
+	PrevState threadcapTcState
 	Cpu       uint16
 	SinceNs   uint64
 	StateNs   [5]uint64

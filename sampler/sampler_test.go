@@ -62,7 +62,7 @@ func newRig(t *testing.T, f Filter) *rig {
 	log.SetOutput(io.Discard)
 	s, err := New(Config{
 		Interval: time.Second, Filter: f, ProcRoot: t.TempDir(), Self: 999,
-		Mono: func() uint64 { return r.mono }, Wall: time.Now, Log: logrus.NewEntry(log),
+		Mono: func() uint64 { return r.mono }, Wall: func() time.Time { return time.Unix(0, int64(r.mono)) }, Log: logrus.NewEntry(log),
 	}, r.src, r.sink)
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +183,21 @@ func keys(m map[int32]state.Sample) []int32 {
 		k = append(k, tid)
 	}
 	return k
+}
+
+func TestStateIsTakenAtTheTickInstant(t *testing.T) {
+	r := newRig(t, Filter{})
+	// Preempted 2 ms after the tick instant (by the sampler's own wakeup, say).
+	r.src.recs[1] = &state.Thread{Tid: 50, Pid: 50, State: state.Runnable, PrevState: state.OnCPU,
+		SinceNs: 100*sec + 2_000_000, StartNs: 1}
+	r.mono = 100*sec + 3_000_000
+	if err := r.s.Tick(time.Unix(0, int64(100*sec))); err != nil {
+		t.Fatal(err)
+	}
+	row := r.sink.ticks[0][0]
+	if row.State != state.OnCPU || row.StateUs != state.Unknown {
+		t.Errorf("state at the tick = %v (state_us %d), want on_cpu (unknown)", row.State, row.StateUs)
+	}
 }
 
 func TestNextTickIsAligned(t *testing.T) {

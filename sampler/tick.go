@@ -27,9 +27,13 @@ func (p *snapshot) timesAt(mono uint64) [state.TimedStates]uint64 {
 	return th.TimesAt(mono)
 }
 
-// Tick samples once, labelling the rows with wall.
+// Tick samples once, as of the instant wall (a tick boundary, normally just past).
 func (s *Sampler) Tick(wall time.Time) error {
+	// The tick's instant on the kernel's clock: now, less how late the timer woke us.
 	mono := s.cfg.Mono()
+	if late := s.cfg.Wall().Sub(wall); late > 0 && uint64(late) < mono {
+		mono -= uint64(late)
+	}
 	since := s.prevMono
 	if s.cfg.Filter.All {
 		since = 0 // sleepers get rows too: read them all
@@ -89,12 +93,12 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 // previous tick (zero for a thread new since then), nil for a seeded thread.
 func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *snapshot) {
 	row := state.Sample{
-		Time: wall, Pid: th.Pid, Tid: th.Tid, Thread: th.Name(), State: th.State,
+		Time: wall, Pid: th.Pid, Tid: th.Tid, Thread: th.Name(), State: th.StateAt(mono),
 		StateUs: state.Unknown, SyscallUs: state.Unknown, SyscallCPUUs: state.Unknown,
 		CPU: th.CPU, Voluntary: state.Unknown, Involuntary: state.Unknown,
 		Seeded: th.Seeded, Wchan: th.Wchan,
 	}
-	busy := th.State.Active()
+	busy := row.State.Active()
 	if prev == nil {
 		row.StateTimeUs = [state.TimedStates]int64{state.Unknown, state.Unknown, state.Unknown, state.Unknown, state.Unknown}
 	} else {
@@ -107,7 +111,7 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 		row.Involuntary = int64(th.Involuntary - prev.invol)
 		busy = busy || row.StateTimeUs[state.OnCPU] > 0 || row.StateTimeUs[state.Runnable] > 0 ||
 			row.StateTimeUs[state.Uninterruptible] > 0
-		if th.SinceNs != 0 && mono > th.SinceNs {
+		if row.State == th.State && th.SinceNs != 0 && mono > th.SinceNs {
 			row.StateUs = int64(mono-th.SinceNs) / 1000
 		}
 	}

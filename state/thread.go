@@ -11,7 +11,9 @@ type Thread struct {
 	Tid, Pid int32
 	Comm     [16]byte // the thread's name, NUL-padded
 	State    State
-	CPU      int32
+	// PrevState is the state the thread was in before SinceNs.
+	PrevState State
+	CPU       int32
 	// SinceNs is when State began; 0 when unknown (a seeded thread).
 	SinceNs uint64
 	// StateNs is the cumulative time spent in each timed state up to SinceNs.
@@ -45,6 +47,16 @@ func (t *Thread) Name() string {
 		n++
 	}
 	return string(t.Comm[:n])
+}
+
+// StateAt is the thread's state at mono: State, or PrevState if State began after mono.
+// The sampler asks for the state at the tick's instant, before its own wakeup could
+// preempt the thread it looks at.
+func (t *Thread) StateAt(mono uint64) State {
+	if t.SinceNs > mono {
+		return t.PrevState
+	}
+	return t.State
 }
 
 // TimesAt is the cumulative time in each timed state at now, counting the stretch in

@@ -109,3 +109,35 @@ func VforkParent(t testing.TB, d time.Duration) *os.Process {
 	})
 	return cmd.Process
 }
+
+// Burster runs on CPU for burst, then sleeps, once every period.
+func Burster(t testing.TB, burst, period time.Duration) *Thread {
+	return start(t, func(stop <-chan struct{}) {
+		for {
+			end := time.Now().Add(burst)
+			for time.Now().Before(end) {
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(period - burst):
+			}
+		}
+	})
+}
+
+// SpinnerProcess starts a single-threaded process that burns CPU in user space (a shell
+// loop of builtins), free of this test process's own Go scheduler. It returns its pid,
+// which is also its only thread's tid.
+func SpinnerProcess(t testing.TB) int {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "while :; do :; done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd.Process.Pid
+}

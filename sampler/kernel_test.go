@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sampler_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/threadcap/threadcap/bpf"
+	"github.com/threadcap/threadcap/sampler"
+	"github.com/threadcap/threadcap/state"
+	"github.com/threadcap/threadcap/test/privileged"
+	"github.com/threadcap/threadcap/test/workload"
+)
+
+// tick is one tick's rows by tid, with the schedstat of watched threads read right after.
+type tick struct {
+	rows      map[int32]state.Sample
+	schedstat map[int32][2]uint64
+}
+
+// recorder is a sink that keeps every tick.
+type recorder struct {
+	mu    sync.Mutex
+	watch []int
+	ticks []tick
+}
+
+func (r *recorder) Write(_ time.Time, rows []state.Sample) error {
+	tk := tick{rows: map[int32]state.Sample{}, schedstat: map[int32][2]uint64{}}
+	for _, row := range rows {
+		tk.rows[row.Tid] = row
+	}
+	for _, tid := range r.watch {
+		tk.schedstat[int32(tid)] = schedstat(tid)
+	}
+	r.mu.Lock()
+	r.ticks = append(r.ticks, tk)
+	r.mu.Unlock()
+	return nil
+}
+
+// schedstat is /proc/TID/schedstat: nanoseconds on CPU and waiting on a runqueue.
+func schedstat(tid int) [2]uint64 {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/schedstat")
+	f := strings.Fields(string(b))
+	var v [2]uint64
+	for i := range v {
+		if i < len(f) {
+			v[i], _ = strconv.ParseUint(f[i], 10, 64)
+		}
+	}
+	return v
+}
+
+// run samples with the real kernel side at interval for d, after seeding.
+func run(t *testing.T, f sampler.Filter, interval, d time.Duration, watch ...int) []tick {
+	t.Helper()
+	privileged.Require(t)
+	tr, err := bpf.Open(bpf.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	rec := &recorder{watch: watch}
+	s, err := sampler.New(sampler.Config{
+		Interval: interval, Filter: f, Self: -1, Mono: bpf.Now, Wall: time.Now,
+		Log: logrus.NewEntry(log),
+	}, tr, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Seed(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return rec.ticks
+}
+
+func TestSpinnerRowsMatchSchedstat(t *testing.T) {
+	spin := workload.SpinnerProcess(t)
+	ticks := run(t, sampler.Filter{}, 50*time.Millisecond, 3*time.Second, spin)
+	tid := int32(spin)
+	var onCPUTicks int
+	var sumUs int64
+	for _, tk := range ticks[1:] {
+		row, ok := tk.rows[tid]
+		if ok && row.State == state.OnCPU {
+			onCPUTicks++
+		}
+		sumUs += row.StateTimeUs[state.OnCPU]
+	}
+	first, last := ticks[0].schedstat[tid][0], ticks[len(ticks)-1].schedstat[tid][0]
+	want := float64(last-first) / 1000
+	share := float64(onCPUTicks) / float64(len(ticks)-1)
+	t.Logf("%d ticks, spinner on CPU in %.1f%%; on_cpu_us sum %d, schedstat %.0f us",
+		len(ticks), 100*share, sumUs, want)
+	if share < 0.95 {
+		t.Errorf("spinner on CPU in %.1f%% of ticks, want >= 95%%", 100*share)
+	}
+	if got := float64(sumUs); got < want*0.98 || got > want*1.02 {
+		t.Errorf("on_cpu_us adds up to %.0f, schedstat says %.0f: more than 2%% apart", got, want)
+	}
+}
+
+func TestThreadsFromBeforeStartAreInFirstTick(t *testing.T) {
+	sl := workload.Sleeper(t)
+	rd, _ := workload.PipeReader(t)
+	time.Sleep(50 * time.Millisecond) // both are in their syscalls
+	ticks := run(t, sampler.Filter{All: true}, time.Second, 100*time.Millisecond)
+	first := ticks[0].rows
+	for tid, want := range map[int]string{sl.Tid: "nanosleep", rd.Tid: "read"} {
+		row, ok := first[int32(tid)]
+		if !ok {
+			t.Errorf("thread %d (in %s since before start) is not in the first tick", tid, want)
+			continue
+		}
+		if row.Syscall != want || row.State != state.Sleeping {
+			t.Errorf("thread %d: state %v syscall %q, want sleeping in %s", tid, row.State, row.Syscall, want)
+		}
+	}
+	if row := first[int32(rd.Tid)]; !row.Seeded || row.Wchan == "" {
+		t.Errorf("the blocked reader, never seen by a probe, should be seeded with a wchan: %+v", row)
+	}
+}
+
+func TestOversubscribedRunnableIsHalfOfWall(t *testing.T) {
+	var pids []int
+	for range 2 * runtime.NumCPU() {
+		pids = append(pids, workload.SpinnerProcess(t))
+	}
+	ticks := run(t, sampler.Filter{}, 100*time.Millisecond, 2*time.Second, pids...)
+	for _, pid := range pids {
+		tid := int32(pid)
+		var runnable, wall int64
+		for _, tk := range ticks[1:] {
+			row := tk.rows[tid]
+			runnable += row.StateTimeUs[state.Runnable]
+			for _, us := range row.StateTimeUs {
+				wall += us
+			}
+		}
+		want := float64(ticks[len(ticks)-1].schedstat[tid][1]-ticks[0].schedstat[tid][1]) / 1000
+		share := float64(runnable) / float64(wall)
+		t.Logf("spinner %d: runnable %d us (schedstat run_delay %.0f us), %.1f%% of its time", pid, runnable, want, 100*share)
+		if got := float64(runnable); got < want*0.95 || got > want*1.05 {
+			t.Errorf("spinner %d: runnable_us adds up to %.0f, schedstat run_delay %.0f: more than 5%% apart", pid, got, want)
+		}
+		// Twice as many spinners as CPUs: each waits about half the time (more if the
+		// machine has other work).
+		if share < 0.35 || share > 0.8 {
+			t.Errorf("spinner %d: runnable %.1f%% of wall time, want ~50%%", pid, 100*share)
+		}
+	}
+}
+
+func TestShortBurstsAreNeverMissed(t *testing.T) {
+	burst := workload.Burster(t, 20*time.Millisecond, time.Second)
+	ticks := run(t, sampler.Filter{}, time.Second, 3500*time.Millisecond)
+	// The first tick is taken at start and the second at the next whole second, maybe
+	// before any burst: from the third on, every tick follows a full period.
+	for i, tk := range ticks[2:] {
+		row, ok := tk.rows[int32(burst.Tid)]
+		if !ok || row.StateTimeUs[state.OnCPU] == 0 {
+			t.Errorf("tick %d: the thread that runs 20 ms a second, asleep at the tick, has no row with CPU time: %+v", i+2, row)
+		}
+		if ok && row.State != state.Sleeping {
+			t.Logf("tick %d: burster caught %v", i+2, row.State)
+		}
+	}
+}
