@@ -68,6 +68,7 @@ const (
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	threadcapMapCounters        = "counters"
+	threadcapMapCpuSlot         = "cpu_slot"
 	threadcapMapFreeSlots       = "free_slots"
 	threadcapMapRecords         = "records"
 	threadcapMapTaskSlots       = "task_slots"
@@ -139,6 +140,7 @@ type threadcapProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type threadcapMapSpecs struct {
 	Counters  *ebpf.MapSpec `ebpf:"counters"`
+	CpuSlot   *ebpf.MapSpec `ebpf:"cpu_slot"`
 	FreeSlots *ebpf.MapSpec `ebpf:"free_slots"`
 	Records   *ebpf.MapSpec `ebpf:"records"`
 	TaskSlots *ebpf.MapSpec `ebpf:"task_slots"`
@@ -174,6 +176,7 @@ func (o *threadcapObjects) Close() error {
 // It can be passed to loadThreadcapObjects or ebpf.CollectionSpec.LoadAndAssign.
 type threadcapMaps struct {
 	Counters  *ebpf.Map `ebpf:"counters"`
+	CpuSlot   *ebpf.Map `ebpf:"cpu_slot"`
 	FreeSlots *ebpf.Map `ebpf:"free_slots"`
 	Records   *ebpf.Map `ebpf:"records"`
 	TaskSlots *ebpf.Map `ebpf:"task_slots"`
@@ -182,6 +185,7 @@ type threadcapMaps struct {
 func (m *threadcapMaps) Close() error {
 	return _ThreadcapClose(
 		m.Counters,
+		m.CpuSlot,
 		m.FreeSlots,
 		m.Records,
 		m.TaskSlots,

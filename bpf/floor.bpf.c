@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//go:build ignore
+/*
+ * The benchmark's floor: empty programs on the hooks threadcap uses. What they cost is
+ * what any design built on these hooks pays; threadcap's own cost is measured above it.
+ */
+#include "include/vmlinux.h"
+#include "include/bpf_helpers.h"
+#include "include/bpf_tracing.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(floor_switch) { return 0; }
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(floor_wakeup) { return 0; }
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(floor_wakeup_new) { return 0; }
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(floor_sys_enter) { return 0; }
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(floor_sys_exit) { return 0; }
