@@ -48,17 +48,18 @@ func (w *Writer) appendRows(rows []state.Sample) error {
 			// The file now ends in a partial row. Closing it makes the next Write reopen
 			// it, and reopening cuts that row.
 			w.dropped.Add(uint64(len(rows)))
-			w.closeFile()
-			return fmt.Errorf("removing a partial row from %s after %w: %w", hf.f.Name(), werr, err)
+			cerr := w.closeFile()
+			return errors.Join(fmt.Errorf("removing a partial row from %s after %w: %w", hf.f.Name(), werr, err), cerr)
 		}
 	}
 	hf.size += int64(keep)
-	if isNoSpace(werr) {
+	noSpace := isNoSpace(werr)
+	if noSpace {
 		w.pause(logrus.Fields{fieldReason: werr.Error()})
 	}
 	w.written.Add(uint64(whole))
 	w.dropped.Add(uint64(len(rows) - whole))
-	if isNoSpace(werr) {
+	if noSpace {
 		return nil
 	}
 	return fmt.Errorf("writing to %s: %w", hf.f.Name(), werr)

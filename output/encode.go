@@ -4,7 +4,6 @@ package output
 
 import (
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"github.com/threadcap/threadcap/state"

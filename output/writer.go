@@ -160,11 +160,12 @@ func (w *Writer) Write(tick time.Time, rows []state.Sample) error {
 	}
 	if w.file == nil || !hour.Equal(w.file.hour) {
 		if err := w.rotate(hour); err != nil {
-			if isNoSpace(err) {
+			noSpace := isNoSpace(err)
+			if noSpace {
 				w.pause(logrus.Fields{fieldReason: err.Error()})
 			}
 			w.dropped.Add(uint64(len(rows)))
-			if isNoSpace(err) {
+			if noSpace {
 				return nil
 			}
 			return err

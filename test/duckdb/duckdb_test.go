@@ -70,7 +70,7 @@ func sample(change func(*state.Sample)) state.Sample {
 }
 
 // expected is a row as DuckDB should return it: the sample's numbers and the row's text.
-func expected(s state.Sample, text map[string]any) map[string]any {
+func expected(s state.Sample, texts map[string]any) map[string]any {
 	nullable := func(v int64) any {
 		if v == state.Unknown {
 			return nil
@@ -88,7 +88,7 @@ func expected(s state.Sample, text map[string]any) map[string]any {
 	for i, name := range []string{"on_cpu_us", "runnable_us", "sleeping_us", "uninterruptible_us", "stopped_us"} {
 		row[name] = nullable(s.StateTimeUs[i])
 	}
-	for k, v := range text {
+	for k, v := range texts {
 		row[k] = v
 	}
 	return row

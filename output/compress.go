@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package output
+
+import (
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// compressHour replaces a closed hour's .csv with its compressed copy. The copy is written
+// under a .tmp name and synced before it is renamed, and the .csv is removed only after
+// that, so a crash at any point leaves one complete copy of every row.
+func (w *Writer) compressHour(ctx context.Context, h hourEntry) {
+	src := filepath.Join(w.cfg.Dir, h.name)
+	suffix := suffixGzip
+	if w.cfg.Compress == CompressZstd {
+		suffix = suffixZstd
+	}
+	dst := filepath.Join(w.cfg.Dir, hourName(h.hour, suffix))
+	log := w.log.WithField(fieldFile, src)
+	if _, err := os.Lstat(dst); err == nil {
+		// Only a clock that went back a whole hour gets here; keeping both is safe.
+		log.Warn("hour is already compressed; leaving this copy uncompressed")
+		return
+	}
+	if err := w.compressFile(ctx, src, dst); err != nil {
+		if ctx.Err() == nil {
+			log.WithError(err).Error("compressing hour file failed; will retry at the next hour")
+		}
+		return
+	}
+	if err := os.Remove(src); err != nil {
+		log.WithError(err).Error("removing compressed hour file failed")
+		return
+	}
+	if err := syncDir(w.cfg.Dir); err != nil {
+		log.WithError(err).Error("syncing output dir failed")
+		return
+	}
+	log.WithField(fieldBytes, h.size).Info("compressed hour file")
+}
+
+// compressFile writes src compressed to dst, atomically.
+func (w *Writer) compressFile(ctx context.Context, src, dst string) (err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + suffixTmp
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, w.cfg.FileMode)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			out.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := setOwnership(out, w.cfg.FileMode, w.gid); err != nil {
+		return err
+	}
+	enc, err := w.newEncoder(out, filepath.Base(src))
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(enc, contextReader{ctx, in}); err != nil {
+		enc.Close()
+		return err
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("finishing %s: %w", tmp, err)
+	}
+	if err := out.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", tmp, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return err
+	}
+	return syncDir(w.cfg.Dir)
+}
+
+// newEncoder compresses on the calling goroutine only: zstd's default of one goroutine per
+// CPU would escape the low priority of the maintenance thread.
+func (w *Writer) newEncoder(out io.Writer, name string) (io.WriteCloser, error) {
+	if w.cfg.Compress == CompressZstd {
+		return zstd.NewWriter(out, zstd.WithEncoderConcurrency(1))
+	}
+	gz := gzip.NewWriter(out)
+	gz.Name = name // what gunzip -N restores
+	return gz, nil
+}
+
+// contextReader lets Close abandon a compression between reads.
+type contextReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c contextReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

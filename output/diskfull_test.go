@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package output
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"github.com/threadcap/threadcap/test/privileged"
+)
+
+// mountTmpfs mounts a file system of size bytes, to fill up for real.
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	privileged.Require(t)
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		t.Fatalf("mounting a tmpfs as root: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmounting %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// TestDiskFull fills a real file system and checks what a DBA would: the file still parses,
+// every row counted as written is in it whole, the event is logged once, and writing
+// resumes once space is freed.
+func TestDiskFull(t *testing.T) {
+	tests := []struct {
+		name         string
+		minFreeBytes int64
+	}{
+		{"write fails with ENOSPC", 0},
+		{"free space falls below the floor", 96 << 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := mountTmpfs(t, "256k")
+			// The filler stands for the database's own files, deleted later to free space.
+			filler := filepath.Join(dir, "filler")
+			if err := os.WriteFile(filler, make([]byte, 96<<10), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			hour := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
+			cfg, clock, hook := testConfig(dir, hour)
+			cfg.MinFreeBytes = tt.minFreeBytes
+			w, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+
+			sent := map[string][]byte{} // every row given to Write, encoded, by tid
+			var tid int32
+			tick := hour
+			write := func() {
+				t.Helper()
+				tick = tick.Add(time.Second)
+				clock.Set(tick)
+				rows := mysqlRows(tick, tid, 37)
+				for i := range rows {
+					// Long, quoted values make a cut likely to land inside a row.
+					rows[i].Exe = strings.Repeat("/opt/a \"b\",c", 1+int(tid)%7)
+					sent[strconv.Itoa(int(tid))] = AppendCSV(nil, &rows[i])
+					tid++
+				}
+				if err := w.Write(tick, rows); err != nil {
+					t.Fatalf("Write: %v", err)
+				}
+			}
+			for i := 0; w.DroppedRows() == 0; i++ {
+				if i == 1000 {
+					t.Fatal("never ran out of space")
+				}
+				write()
+			}
+			for range 5 {
+				write() // ticks while full only count their rows
+			}
+			path := filepath.Join(dir, hourName(hour, suffixCSV))
+			checkWholeRows(t, w, path, sent, int(tid))
+
+			if err := os.Remove(filler); err != nil {
+				t.Fatal(err)
+			}
+			written := w.WrittenRows()
+			write()
+			if w.WrittenRows() != written+37 {
+				t.Errorf("after freeing space %d rows were written, want the tick's 37", w.WrittenRows()-written)
+			}
+			checkWholeRows(t, w, path, sent, int(tid))
+			if n := countLogs(hook, logrus.WarnLevel, "out of disk space: dropping rows until space is freed"); n != 1 {
+				t.Errorf("running out of space logged %d times, want once", n)
+			}
+			resumed := 0
+			for _, e := range hook.AllEntries() {
+				if e.Message == "disk space is back: writing rows again" {
+					resumed++
+					if e.Data[fieldDropped] != w.DroppedRows() {
+						t.Errorf("resume logged %v dropped rows, want %d", e.Data[fieldDropped], w.DroppedRows())
+					}
+				}
+			}
+			if resumed != 1 {
+				t.Errorf("resuming logged %d times, want once", resumed)
+			}
+		})
+	}
+}
+
+// checkWholeRows checks that the file holds exactly the rows counted as written, each one
+// whole and as it was sent, and that no row was both written and dropped.
+func checkWholeRows(t *testing.T, w *Writer, path string, sent map[string][]byte, total int) {
+	t.Helper()
+	content := readPlain(t, path)
+	if !bytes.HasSuffix(content, []byte("\n")) {
+		t.Errorf("file ends in a partial row: ...%q", content[max(0, len(content)-40):])
+	}
+	records := readCSV(t, path)
+	if len(records)-1 != int(w.WrittenRows()) {
+		t.Errorf("file has %d rows, writer counts %d written", len(records)-1, w.WrittenRows())
+	}
+	if w.WrittenRows()+w.DroppedRows() != uint64(total) {
+		t.Errorf("written %d + dropped %d != %d rows given", w.WrittenRows(), w.DroppedRows(), total)
+	}
+	// Walk the raw bytes row by row, so a row cut and glued to the next cannot hide.
+	rest := content[len(header):]
+	tid := column(t, "tid")
+	for _, rec := range records[1:] {
+		row, ok := sent[rec[tid]]
+		if !ok || !bytes.HasPrefix(rest, row) {
+			t.Fatalf("row of tid %s is not a row that was sent: %q", rec[tid], rest[:min(len(rest), 200)])
+		}
+		rest = rest[len(row):]
+	}
+}

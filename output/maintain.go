@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package output
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Linux I/O priority for ioprio_set(2); x/sys/unix does not define these.
+const (
+	ioprioWhoProcess = 1
+	ioprioClassIdle  = 3
+	ioprioClassShift = 13
+)
+
+// runMaintenance compresses and deletes closed hours whenever it is kicked: at start, at
+// each new hour, and when space runs out.
+func (w *Writer) runMaintenance(ctx context.Context) {
+	defer close(w.done)
+	w.lowerPriority()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.kick:
+			w.maintain(ctx)
+		}
+	}
+}
+
+// kickMaintenance never blocks: a kick already pending covers this one, as every pass looks
+// at the directory afresh.
+func (w *Writer) kickMaintenance() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// lowerPriority keeps compression from competing with the database threadcap is watching.
+// Nice and I/O priority are per thread on Linux, so the goroutine keeps its own thread,
+// which exits with it; threads the runtime starts later do not inherit the priority, as Go
+// starts them from a template thread when the current one is locked.
+func (w *Writer) lowerPriority() {
+	runtime.LockOSThread()
+	tid := unix.Gettid()
+	if err := unix.Setpriority(unix.PRIO_PROCESS, tid, 19); err != nil {
+		w.log.WithError(err).Debug("cannot lower the CPU priority of compression")
+	}
+	prio := uintptr(ioprioClassIdle << ioprioClassShift)
+	if _, _, errno := unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, uintptr(tid), prio); errno != 0 {
+		w.log.WithError(errno).Debug("cannot lower the I/O priority of compression")
+	}
+}
+
+// currentHour is the hour whose file is or will be open. Before the first Write it is the
+// clock's, and it is recorded, so that a first tick from an earlier hour cannot reopen a
+// file this pass is compressing.
+func (w *Writer) currentHour() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.hour.IsZero() {
+		w.hour = w.cfg.Clock().UTC().Truncate(time.Hour)
+	}
+	return w.hour
+}
+
+// hourEntry is one of threadcap's files in the directory.
+type hourEntry struct {
+	name   string
+	hour   time.Time
+	suffix string
+	size   int64
+}
+
+// listHours lists threadcap's files, oldest hour first.
+func (w *Writer) listHours() ([]hourEntry, error) {
+	des, err := os.ReadDir(w.cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	var hours []hourEntry
+	for _, de := range des {
+		hour, suffix, ok := parseHourName(de.Name())
+		if !ok || !de.Type().IsRegular() {
+			continue
+		}
+		fi, err := de.Info()
+		if err != nil {
+			continue // removed since ReadDir
+		}
+		hours = append(hours, hourEntry{name: de.Name(), hour: hour, suffix: suffix, size: fi.Size()})
+	}
+	sort.SliceStable(hours, func(i, j int) bool { return hours[i].hour.Before(hours[j].hour) })
+	return hours, nil
+}
+
+// maintain compresses every closed hour, then applies retention. Files of the current
+// hour, or later ones left by a clock that has since gone back, are never touched.
+func (w *Writer) maintain(ctx context.Context) {
+	w.maintMu.Lock()
+	defer w.maintMu.Unlock()
+	current := w.currentHour()
+	hours, err := w.listHours()
+	if err != nil {
+		w.log.WithError(err).Error("listing output dir failed")
+		return
+	}
+	if w.cfg.Compress != CompressNone {
+		for _, h := range hours {
+			if h.suffix == suffixCSV && h.hour.Before(current) {
+				if ctx.Err() != nil {
+					return
+				}
+				w.compressHour(ctx, h)
+			}
+		}
+		if hours, err = w.listHours(); err != nil {
+			w.log.WithError(err).Error("listing output dir failed")
+			return
+		}
+	}
+	w.applyRetention(hours, current)
+}
+
+// applyRetention deletes closed hours past MaxAge, then the oldest closed hours while all
+// files together exceed MaxBytes.
+func (w *Writer) applyRetention(hours []hourEntry, current time.Time) {
+	var total int64
+	for _, h := range hours {
+		if !strings.HasSuffix(h.suffix, suffixTmp) {
+			total += h.size
+		}
+	}
+	cutoff := w.cfg.Clock().Add(-w.cfg.MaxAge)
+	for _, h := range hours {
+		if !h.hour.Before(current) || strings.HasSuffix(h.suffix, suffixTmp) {
+			continue
+		}
+		var reason string
+		switch {
+		case w.cfg.MaxAge > 0 && !h.hour.Add(time.Hour).After(cutoff):
+			reason = "older than max age"
+		case w.cfg.MaxBytes > 0 && total > w.cfg.MaxBytes:
+			reason = "files exceed max bytes"
+		default:
+			continue
+		}
+		path := filepath.Join(w.cfg.Dir, h.name)
+		if err := os.Remove(path); err != nil {
+			w.log.WithField(fieldFile, path).WithError(err).Error("deleting old hour file failed")
+			continue
+		}
+		total -= h.size
+		w.log.WithField(fieldFile, path).WithField(fieldReason, reason).Info("deleted old hour file")
+	}
+}
+
+// removeStaleTmp removes half-written compressed files a previous run left; their hours are
+// still whole in the .csv and are compressed again.
+func (w *Writer) removeStaleTmp() {
+	hours, err := w.listHours()
+	if err != nil {
+		w.log.WithError(err).Error("listing output dir failed")
+		return
+	}
+	for _, h := range hours {
+		if !strings.HasSuffix(h.suffix, suffixTmp) {
+			continue
+		}
+		path := filepath.Join(w.cfg.Dir, h.name)
+		if err := os.Remove(path); err != nil {
+			w.log.WithField(fieldFile, path).WithError(err).Error("removing stale temporary file failed")
+			continue
+		}
+		w.log.WithField(fieldFile, path).Info("removed stale temporary file")
+	}
+}

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package output
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// TestHourRollover writes a tick every 20 minutes across an hour change, and across both
+// DST changes of New York, where local hours are skipped or repeated but UTC hours are not.
+func TestHourRollover(t *testing.T) {
+	tests := []struct {
+		name  string
+		start time.Time // first tick; ticks follow every 20 minutes
+		ticks int
+		// files maps each expected file to the sample_time of its rows.
+		files map[string][]string
+	}{
+		{"plain hour change", time.Date(2026, 11, 21, 13, 20, 0, 0, time.UTC), 4, map[string][]string{
+			"threadcap_samples_2026-11-21T13Z.csv": {"2026-11-21T08:20:00.000000-05:00", "2026-11-21T08:40:00.000000-05:00"},
+			"threadcap_samples_2026-11-21T14Z.csv": {"2026-11-21T09:00:00.000000-05:00", "2026-11-21T09:20:00.000000-05:00"},
+		}},
+		{"spring forward skips local 02:00", time.Date(2026, 3, 8, 6, 20, 0, 0, time.UTC), 5, map[string][]string{
+			"threadcap_samples_2026-03-08T06Z.csv": {"2026-03-08T01:20:00.000000-05:00", "2026-03-08T01:40:00.000000-05:00"},
+			"threadcap_samples_2026-03-08T07Z.csv": {"2026-03-08T03:00:00.000000-04:00", "2026-03-08T03:20:00.000000-04:00", "2026-03-08T03:40:00.000000-04:00"},
+		}},
+		{"fall back repeats local 01:00", time.Date(2026, 11, 1, 5, 20, 0, 0, time.UTC), 5, map[string][]string{
+			"threadcap_samples_2026-11-01T05Z.csv": {"2026-11-01T01:20:00.000000-04:00", "2026-11-01T01:40:00.000000-04:00"},
+			"threadcap_samples_2026-11-01T06Z.csv": {"2026-11-01T01:00:00.000000-05:00", "2026-11-01T01:20:00.000000-05:00", "2026-11-01T01:40:00.000000-05:00"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg, clock, _ := testConfig(dir, tt.start)
+			w, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range tt.ticks {
+				tick := tt.start.Add(time.Duration(i) * 20 * time.Minute).In(newYork)
+				clock.Set(tick)
+				if err := w.Write(tick, mysqlRows(tick, 100, 1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][]string{}
+			for _, name := range dirNames(t, dir) {
+				records := readCSV(t, filepath.Join(dir, name))
+				if strings.Join(records[0], ",")+"\n" != Header() {
+					t.Errorf("%s starts with %v, not the header", name, records[0])
+				}
+				for _, rec := range records[1:] {
+					got[name] = append(got[name], rec[0])
+				}
+			}
+			if !reflect.DeepEqual(got, tt.files) {
+				t.Errorf("files and their sample times:\n got %v\nwant %v", got, tt.files)
+			}
+		})
+	}
+}
+
+func TestRestartMidHourAppends(t *testing.T) {
+	dir := t.TempDir()
+	first := time.Date(2026, 11, 21, 14, 3, 0, 0, time.UTC)
+	for run, tick := range []time.Time{first, first.Add(10 * time.Minute)} {
+		cfg, _, hook := testConfig(dir, tick)
+		w, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(tick, mysqlRows(tick, int32(100*run), 3)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if run == 1 && countLogs(hook, logrus.InfoLevel, "appending to existing hour file") != 1 {
+			t.Errorf("restart did not log that it appends: %v", hook.AllEntries())
+		}
+	}
+	records := readCSV(t, filepath.Join(dir, "threadcap_samples_2026-11-21T14Z.csv"))
+	headers := 0
+	for _, rec := range records {
+		if rec[0] == "sample_time" {
+			headers++
+		}
+	}
+	if headers != 1 || len(records) != 7 {
+		t.Errorf("file has %d headers and %d rows, want 1 header and 6 rows", headers, len(records)-1)
+	}
+}
+
+func TestClockGoingBackStaysInCurrentHour(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 21, 14, 0, 1, 0, time.UTC)
+	cfg, _, hook := testConfig(dir, now)
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tick := range []time.Time{now, now.Add(-2 * time.Second), now.Add(-time.Second), now.Add(time.Second)} {
+		if err := w.Write(tick, mysqlRows(tick, 1, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirNames(t, dir); !reflect.DeepEqual(got, []string{"threadcap_samples_2026-11-21T14Z.csv"}) {
+		t.Errorf("files %v, want only the current hour's", got)
+	}
+	if n := len(readCSV(t, filepath.Join(dir, "threadcap_samples_2026-11-21T14Z.csv"))) - 1; n != 4 {
+		t.Errorf("current hour holds %d rows, want all 4", n)
+	}
+	if n := countLogs(hook, logrus.WarnLevel, "clock went back before the current hour; rows go to the current hour's file until it catches up"); n != 1 {
+		t.Errorf("clock going back logged %d times, want once", n)
+	}
+}
+
+func TestSecondWriterOnSameDirIsRefused(t *testing.T) {
+	cfg, _, _ := testConfig(t.TempDir(), tick)
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "another threadcap is writing to") {
+		t.Errorf("second writer: %v, want it refused", err)
+	}
+}
+
+func TestWriteAfterClose(t *testing.T) {
+	cfg, _, _ := testConfig(t.TempDir(), tick)
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(tick, mysqlRows(tick, 1, 1)); err != ErrClosed {
+		t.Errorf("Write after Close: %v, want ErrClosed", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
