@@ -5,9 +5,9 @@ go 1.26.0
 tool github.com/cilium/ebpf/cmd/bpf2go
 
 require (
-	github.com/cilium/ebpf v0.22.0 // indirect
-	github.com/klauspost/compress v1.20.3 // indirect
-	github.com/prometheus/procfs v0.23.0 // indirect
-	github.com/sirupsen/logrus v1.10.2 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	github.com/cilium/ebpf v0.22.0
+	github.com/klauspost/compress v1.20.3
+	github.com/prometheus/procfs v0.23.0
+	github.com/sirupsen/logrus v1.10.2
+	golang.org/x/sys v0.49.0
 )

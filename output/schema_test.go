@@ -3,8 +3,8 @@
 package output
 
 import (
-	"regexp"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 )

@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: Apache-2.0
+PREFIX ?= /usr/local
+GO ?= go
+# Pinned: the committed BPF objects are what this exact compiler produces.
+CLANG ?= clang-19
+STRIP ?= llvm-strip-19
+
+.PHONY: build test lint generate check-generated install-clang vendor-headers bench
+
+build:
+	$(GO) build -o threadcap ./cmd/threadcap
+
+# Everything CI runs. Privileged tests load BPF programs and need root (under CI=true they
+# fail rather than skip). Packages run one at a time (-p 1): their spinners measure CPU shares.
+test: lint check-generated
+	$(GO) test -race -p 1 -count=1 ./...
+	cd test/duckdb && $(GO) test -count=1 ./...
+
+lint:
+	@test -z "$$(gofmt -l .)" || (gofmt -l . >&2; echo "gofmt needed on the files above" >&2; exit 1)
+	$(GO) vet ./...
+
+# Regenerates the bpf2go output (and the syscall tables) with the pinned compiler.
+generate: install-clang
+	$(GO) generate ./bpf/ ./state/
+
+# Fails when the committed generated files are not what the sources produce.
+check-generated: generate
+	git diff --exit-code -- bpf/ state/ || \
+		(echo "generated files are stale: run 'make generate' and commit the result" >&2; exit 1)
+
+install-clang:
+	@command -v $(CLANG) >/dev/null && command -v $(STRIP) >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-19 llvm-19 >/dev/null)
+
+# Refreshes the vendored libbpf headers from Debian's libbpf-dev.
+vendor-headers:
+	@test -d /usr/include/bpf || (apt-get update -qq && apt-get install -y -qq libbpf-dev >/dev/null)
+	cp /usr/include/bpf/bpf_helpers.h /usr/include/bpf/bpf_helper_defs.h \
+		/usr/include/bpf/bpf_tracing.h /usr/include/bpf/bpf_core_read.h bpf/include/
+
+# The hot-path comparison (needs root) and the CSV writer's throughput.
+bench:
+	$(GO) test -run '^$$' -bench HotPath -benchtime 1x ./bpf/
+	$(GO) test -run '^$$' -bench . -cpu 1 ./output/
