@@ -62,15 +62,15 @@ func schedstat(tid int) [2]uint64 {
 	return v
 }
 
-// run samples with the real kernel side at interval for d, after seeding.
-func run(t *testing.T, f sampler.Filter, interval, d time.Duration, watch ...int) []tick {
+// start returns a seeded sampler on the real kernel side, recording every tick.
+func start(t *testing.T, f sampler.Filter, interval time.Duration, watch ...int) (*sampler.Sampler, *recorder) {
 	t.Helper()
 	privileged.Require(t)
 	tr, err := bpf.Open(bpf.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tr.Close()
+	t.Cleanup(func() { tr.Close() })
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	rec := &recorder{watch: watch}
@@ -84,6 +84,13 @@ func run(t *testing.T, f sampler.Filter, interval, d time.Duration, watch ...int
 	if err := s.Seed(); err != nil {
 		t.Fatal(err)
 	}
+	return s, rec
+}
+
+// run samples with the real kernel side at interval for d, as the daemon does.
+func run(t *testing.T, f sampler.Filter, interval, d time.Duration, watch ...int) []tick {
+	t.Helper()
+	s, rec := start(t, f, interval, watch...)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	if err := s.Run(ctx); err != nil {
@@ -92,10 +99,30 @@ func run(t *testing.T, f sampler.Filter, interval, d time.Duration, watch ...int
 	return rec.ticks
 }
 
+// TestSpinnerRowsMatchSchedstat ticks by hand, each tick at the moment it is taken, so
+// that the schedstat read right after it describes the same instant: Run labels a tick
+// with its aligned boundary, which on a loaded machine can be well before schedstat's read.
 func TestSpinnerRowsMatchSchedstat(t *testing.T) {
 	spin := workload.SpinnerProcess(t)
-	ticks := run(t, sampler.Filter{}, 50*time.Millisecond, 3*time.Second, spin)
+	s, rec := start(t, sampler.Filter{}, 50*time.Millisecond, spin)
+	for range 60 {
+		if err := s.Tick(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ticks := rec.ticks
 	tid := int32(spin)
+	// Count from the first tick at which the kernel side had a record: before a thread hits
+	// a probe (a shell loop alone on a CPU may not for a while), it is only seeded.
+	k := 0
+	for k < len(ticks)-10 {
+		if row, ok := ticks[k].rows[tid]; ok && !row.Seeded {
+			break
+		}
+		k++
+	}
+	ticks = ticks[k:]
 	var onCPUTicks int
 	var sumUs int64
 	for _, tk := range ticks[1:] {
