@@ -58,7 +58,6 @@ type Tracker struct {
 	coll    *ebpf.Collection
 	links   []link.Link
 	records *recordArray
-	mode    SyscallMode
 }
 
 // Open loads the programs, sizes the maps and attaches every hook. On error nothing stays
@@ -88,7 +87,7 @@ func Open(cfg Config) (t *Tracker, err error) {
 	if err != nil {
 		return nil, explain(fmt.Errorf("loading bpf objects: %w", err))
 	}
-	t = &Tracker{coll: coll, mode: cfg.Syscalls}
+	t = &Tracker{coll: coll}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -150,9 +149,6 @@ func explain(err error) error {
 	}
 	return err
 }
-
-// Mode is the syscall mode the tracker was loaded with.
-func (t *Tracker) Mode() SyscallMode { return t.mode }
 
 // Capacity is how many threads the record array holds.
 func (t *Tracker) Capacity() uint32 { return uint32(len(t.records.recs)) }

@@ -32,16 +32,6 @@ func (s State) String() string {
 	return fmt.Sprintf("state(%d)", uint8(s))
 }
 
-// ParseState is the inverse of String.
-func ParseState(name string) (State, error) {
-	for i, n := range stateNames {
-		if n == name {
-			return State(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown thread state %q (want one of %v)", name, stateNames)
-}
-
 // Active reports whether a thread in this state is doing or waiting for work: on CPU,
 // waiting for one, or blocked uninterruptibly.
 func (s State) Active() bool {
