@@ -3,11 +3,7 @@
 package bpf
 
 import (
-	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -58,19 +54,6 @@ func find(t *testing.T, tr *Tracker, tid int, ok func(*state.Thread) bool) state
 	return got
 }
 
-// schedstat is /proc/<tid>/schedstat: nanoseconds on CPU and waiting on a runqueue.
-func schedstat(t *testing.T, tid int) (onCPU, runq uint64) {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/schedstat", tid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(b))
-	onCPU, _ = strconv.ParseUint(f[0], 10, 64)
-	runq, _ = strconv.ParseUint(f[1], 10, 64)
-	return onCPU, runq
-}
-
 func within(got, want, tolerance float64) bool {
 	return got >= want*(1-tolerance) && got <= want*(1+tolerance)
 }
@@ -81,11 +64,11 @@ func TestSpinnerOnCPUMatchesSchedstat(t *testing.T) {
 			tr := openTracker(t, Config{Syscalls: mode})
 			spin := workload.Spinner(t)
 			th0 := find(t, tr, spin.Tid, func(*state.Thread) bool { return true })
-			cpu0, _ := schedstat(t, spin.Tid)
+			cpu0, _ := workload.Schedstat(t, spin.Tid)
 			now0 := Now()
 			time.Sleep(time.Second)
 			th1 := find(t, tr, spin.Tid, func(*state.Thread) bool { return true })
-			cpu1, _ := schedstat(t, spin.Tid)
+			cpu1, _ := workload.Schedstat(t, spin.Tid)
 			now1 := Now()
 
 			got := float64(th1.TimesAt(now1)[state.OnCPU] - th0.TimesAt(now0)[state.OnCPU])
@@ -160,7 +143,7 @@ func TestOversubscribedSpinnersWaitForCPU(t *testing.T) {
 	runq0 := map[int]uint64{}
 	for _, s := range spinners {
 		before[s.Tid] = find(t, tr, s.Tid, func(*state.Thread) bool { return true })
-		_, runq0[s.Tid] = schedstat(t, s.Tid)
+		_, runq0[s.Tid] = workload.Schedstat(t, s.Tid)
 	}
 	now0 := Now()
 	time.Sleep(2 * time.Second)
@@ -168,7 +151,7 @@ func TestOversubscribedSpinnersWaitForCPU(t *testing.T) {
 	wall := float64(now1 - now0)
 	for _, s := range spinners {
 		th := find(t, tr, s.Tid, func(*state.Thread) bool { return true })
-		_, runq1 := schedstat(t, s.Tid)
+		_, runq1 := workload.Schedstat(t, s.Tid)
 		th0 := before[s.Tid]
 		got := float64(th.TimesAt(now1)[state.Runnable] - th0.TimesAt(now0)[state.Runnable])
 		want := float64(runq1 - runq0[s.Tid])

@@ -5,10 +5,7 @@ package sampler_test
 import (
 	"context"
 	"io"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +27,7 @@ type tick struct {
 
 // recorder is a sink that keeps every tick.
 type recorder struct {
+	t     *testing.T
 	mu    sync.Mutex
 	watch []int
 	ticks []tick
@@ -41,25 +39,13 @@ func (r *recorder) Write(_ time.Time, rows []state.Sample) error {
 		tk.rows[row.Tid] = row
 	}
 	for _, tid := range r.watch {
-		tk.schedstat[int32(tid)] = schedstat(tid)
+		onCPU, runDelay := workload.Schedstat(r.t, tid)
+		tk.schedstat[int32(tid)] = [2]uint64{onCPU, runDelay}
 	}
 	r.mu.Lock()
 	r.ticks = append(r.ticks, tk)
 	r.mu.Unlock()
 	return nil
-}
-
-// schedstat is /proc/TID/schedstat: nanoseconds on CPU and waiting on a runqueue.
-func schedstat(tid int) [2]uint64 {
-	b, _ := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/schedstat")
-	f := strings.Fields(string(b))
-	var v [2]uint64
-	for i := range v {
-		if i < len(f) {
-			v[i], _ = strconv.ParseUint(f[i], 10, 64)
-		}
-	}
-	return v
 }
 
 // start returns a seeded sampler on the real kernel side, recording every tick.
@@ -73,7 +59,7 @@ func start(t *testing.T, f sampler.Filter, interval time.Duration, watch ...int)
 	t.Cleanup(func() { tr.Close() })
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	rec := &recorder{watch: watch}
+	rec := &recorder{t: t, watch: watch}
 	s, err := sampler.New(sampler.Config{
 		Interval: interval, Filter: f, Self: -1, Mono: bpf.Now, Wall: time.Now,
 		Log: logrus.NewEntry(log),

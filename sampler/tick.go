@@ -99,13 +99,14 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 		Seeded: th.Seeded, Wchan: th.Wchan,
 	}
 	busy := row.State.Active()
+	times := th.TimesAt(mono)
 	if prev == nil {
 		row.StateTimeUs = [state.TimedStates]int64{state.Unknown, state.Unknown, state.Unknown, state.Unknown, state.Unknown}
 	} else {
-		now, before := th.TimesAt(mono), prev.timesAt(s.prevMono)
-		for i := range now {
+		before := prev.timesAt(s.prevMono)
+		for i := range times {
 			// Whole microseconds of the cumulative times, so that rows add up exactly.
-			row.StateTimeUs[i] = max(0, int64(now[i]/1000)-int64(before[i]/1000))
+			row.StateTimeUs[i] = max(0, int64(times[i]/1000)-int64(before[i]/1000))
 		}
 		row.Voluntary = int64(th.Voluntary - prev.vol)
 		row.Involuntary = int64(th.Involuntary - prev.invol)
@@ -131,7 +132,7 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 		row.Args = th.Args
 		if th.SyscallNs != 0 && mono > th.SyscallNs {
 			row.SyscallUs = int64(mono-th.SyscallNs) / 1000
-			onCPU := th.TimesAt(mono)[state.OnCPU]
+			onCPU := times[state.OnCPU]
 			row.SyscallCPUUs = int64(onCPU-min(onCPU, th.SyscallOnCPUNs)) / 1000
 		}
 	}

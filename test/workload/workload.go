@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -140,4 +141,21 @@ func SpinnerProcess(t testing.TB) int {
 		cmd.Wait()
 	})
 	return cmd.Process.Pid
+}
+
+// Schedstat is /proc/TID/schedstat: nanoseconds thread tid has spent on CPU and waiting on
+// a runqueue (run_delay), the kernel's own figures the tests check threadcap against.
+func Schedstat(t testing.TB, tid int) (onCPU, runDelay uint64) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/schedstat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		t.Fatalf("/proc/%d/schedstat: %q", tid, b)
+	}
+	onCPU, _ = strconv.ParseUint(f[0], 10, 64)
+	runDelay, _ = strconv.ParseUint(f[1], 10, 64)
+	return onCPU, runDelay
 }
