@@ -14,9 +14,8 @@ import (
 // writes +00:00 instead of Z on UTC hosts, so every row has the same shape.
 const timeLayout = "2006-01-02T15:04:05.000000-07:00"
 
-// plain marks the bytes a text field may hold without being quoted: printable ASCII other
-// than the comma and the double quote. Everything else takes the slow path, which quotes or
-// repairs.
+// plain marks the bytes a text field may hold as they are: printable ASCII other than the
+// comma and the double quote. Everything else takes the slow path, which quotes or replaces.
 var plain = func() (t [256]bool) {
 	for c := 0x20; c < 0x7f; c++ {
 		t[c] = c != ',' && c != '"'
@@ -29,11 +28,15 @@ var plain = func() (t [256]bool) {
 //
 // Text fields are written so that every row reads back with any RFC 4180 reader and is safe
 // to open in a spreadsheet:
-//   - a field is quoted only when it must be (comma, double quote, CR, LF, or a leading or
+//   - a field is quoted only when it must be (comma, double quote, LF, or a leading or
 //     trailing space), so that grep for a plain name matches the raw file;
-//   - invalid UTF-8 and NUL bytes become U+FFFD, because DuckDB rejects invalid UTF-8 and a
-//     NUL marks the zero-filled tail a crash can leave (see repair in hourfile.go);
-//   - a value starting with = + - @ tab or CR gets a leading ', which spreadsheets take as
+//   - control characters other than tab and LF become their Unicode control pictures (ESC
+//     is written ␛, CR ␍, NUL ␀, DEL ␡): a DBA who cats a file runs no escape sequence a
+//     thread chose for its name, a CR cannot hide the start of a line, and a NUL never
+//     appears, as it marks the zero-filled tail a crash can leave (see hourfile.go);
+//   - invalid UTF-8 and the C1 controls U+0080-U+009F (which some terminals also obey)
+//     become U+FFFD, because DuckDB rejects invalid UTF-8 and C1 has no control pictures;
+//   - a value starting with = + - @ or tab gets a leading ', which spreadsheets take as
 //     "this is text" instead of running it as a formula. A value that itself starts with '
 //     gets one too, so the rule reverses exactly: drop one leading ' if there is one.
 //     grep still finds such a value by any part of it.
@@ -78,6 +81,13 @@ func appendInt(dst []byte, v int64) []byte {
 	return strconv.AppendInt(dst, v, 10)
 }
 
+// The Unicode block "Control Pictures" has a visible symbol for each C0 control, at
+// U+2400 plus its code, and one for DEL.
+const (
+	controlPictures = '\u2400'
+	pictureDEL      = '\u2421'
+)
+
 // appendText writes one text field, escaped as AppendCSV documents.
 func appendText(dst []byte, v string) []byte {
 	if v == "" {
@@ -97,11 +107,15 @@ func appendText(dst []byte, v string) []byte {
 	for i := 0; i < len(v); {
 		c := v[i]
 		if c < utf8.RuneSelf {
-			switch c {
-			case '"':
+			switch {
+			case c == '"':
 				dst = append(dst, '"', '"')
-			case 0:
-				dst = utf8.AppendRune(dst, utf8.RuneError)
+			case c == '\t' || c == '\n':
+				dst = append(dst, c)
+			case c < 0x20:
+				dst = utf8.AppendRune(dst, controlPictures+rune(c))
+			case c == 0x7f:
+				dst = utf8.AppendRune(dst, pictureDEL)
 			default:
 				dst = append(dst, c)
 			}
@@ -109,7 +123,7 @@ func appendText(dst []byte, v string) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(v[i:])
-		if r == utf8.RuneError && size == 1 {
+		if (r == utf8.RuneError && size == 1) || (r >= 0x80 && r < 0xa0) {
 			dst = utf8.AppendRune(dst, utf8.RuneError)
 		} else {
 			dst = append(dst, v[i:i+size]...)
@@ -123,10 +137,11 @@ func appendText(dst []byte, v string) []byte {
 }
 
 // needsFormulaGuard reports whether a value starting with c would be run as a formula by
-// Excel or LibreOffice (the OWASP "CSV injection" list), or starts with the guard itself.
+// Excel or LibreOffice (the OWASP "CSV injection" list, less CR, which never reaches the
+// file), or starts with the guard itself.
 func needsFormulaGuard(c byte) bool {
 	switch c {
-	case '=', '+', '-', '@', '\t', '\r', '\'':
+	case '=', '+', '-', '@', '\t', '\'':
 		return true
 	}
 	return false
@@ -144,7 +159,7 @@ func allPlain(v string) bool {
 func needsQuotes(v string) bool {
 	for i := 0; i < len(v); i++ {
 		switch v[i] {
-		case ',', '"', '\r', '\n':
+		case ',', '"', '\n':
 			return true
 		}
 	}

@@ -8,11 +8,11 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/threadcap/threadcap/state"
 )
@@ -56,11 +56,14 @@ func TestAppendCSVText(t *testing.T) {
 		{"minus is guarded", "-bash", "'-bash", "'-bash"},
 		{"at is guarded", "@SUM(1)", "'@SUM(1)", "'@SUM(1)"},
 		{"tab is guarded", "\tx", "'\tx", "'\tx"},
-		{"CR is guarded and quoted", "\rx", "\"'\rx\"", "'\rx"},
+		{"CR is shown, not obeyed", "\rx", "\u240dx", "\u240dx"},
+		{"ESC is shown, not obeyed", "a\x1b[2Jb", "a\u241b[2Jb", "a\u241b[2Jb"},
+		{"DEL is shown", "a\x7fb", "a\u2421b", "a\u2421b"},
+		{"C1 control is replaced", "a\u009b2Jb", "a\uFFFD2Jb", "a\uFFFD2Jb"},
 		{"guard is guarded", "'x", "''x", "''x"},
 		{"formula with comma is guarded inside quotes", "=1,2", `"'=1,2"`, "'=1,2"},
 		{"invalid UTF-8 is replaced", "a\xffb", "a\uFFFDb", "a\uFFFDb"},
-		{"NUL is replaced", "a\x00b", "a\uFFFDb", "a\uFFFDb"},
+		{"NUL is shown", "a\x00b", "a\u2400b", "a\u2400b"},
 		{"valid UTF-8 is kept", "журнал", "журнал", "журнал"},
 	}
 	i := column(t, "thread")
@@ -140,10 +143,26 @@ func TestAppendCSVDoesNotAllocate(t *testing.T) {
 	}
 }
 
-var crlf = regexp.MustCompile("\r+\n")
+// visible is what the escaping of control characters and invalid UTF-8 makes of v.
+func visible(v string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n':
+			return r
+		case r < 0x20:
+			return 0x2400 + r
+		case r == 0x7f:
+			return 0x2421
+		case r >= 0x80 && r < 0xa0:
+			return utf8.RuneError
+		}
+		return r
+	}, v)
+}
 
 // FuzzAppendCSV checks that any text reads back with a standard CSV reader as the value
-// that went in, modulo the documented escaping, and never as a spreadsheet formula.
+// that went in, modulo the documented escaping, never as a spreadsheet formula, and that no
+// control character but tab and newline reaches the file.
 func FuzzAppendCSV(f *testing.F) {
 	f.Add("mysqld", "conn,1", `say "hi"`, "a\nb\r\nc", "=cmd|' /C calc'!A0", "\xff\xfe", int64(5), int32(-1))
 	f.Add(" lead", "trail ", "'", "@x", "+1", "-", int64(-1), int32(3))
@@ -153,6 +172,14 @@ func FuzzAppendCSV(f *testing.F) {
 		s.Process, s.Thread, s.User, s.Syscall, s.Exe, s.Wchan = process, thread, user, syscall, exe, wchan
 		s.StateUs, s.CPU = us, cpu
 		line := AppendCSV(nil, &s)
+		for _, c := range line[:len(line)-1] {
+			if (c < 0x20 && c != '\t' && c != '\n') || c == 0x7f {
+				t.Fatalf("row %q holds control character %#x", line, c)
+			}
+		}
+		if bytes.Contains(line, []byte("\u009b")) {
+			t.Fatalf("row %q holds the C1 control CSI", line)
+		}
 		r := csv.NewReader(bytes.NewReader(line))
 		r.FieldsPerRecord = len(Columns)
 		rec, err := r.Read()
@@ -168,9 +195,7 @@ func FuzzAppendCSV(f *testing.F) {
 			if got != "" && got[0] != '\'' && needsFormulaGuard(got[0]) {
 				t.Errorf("%s %q would run as a formula", name, got)
 			}
-			// encoding/csv, not the file, drops CRs before an LF inside a quoted field.
-			want := crlf.ReplaceAllString(strings.ReplaceAll(string([]rune(in)), "\x00", "\uFFFD"), "\n")
-			if got = crlf.ReplaceAllString(got, "\n"); unguard(got) != want {
+			if want := visible(in); unguard(got) != want {
 				t.Errorf("%s %q reads back as %q", name, in, got)
 			}
 		}

@@ -31,7 +31,8 @@ const (
 
 // textNote is appended to the meaning of every free-text column, because the escaping it
 // describes changes what a reader sees.
-const textNote = " Text: a leading ' is added when the value starts with = + - @ tab CR or '."
+const textNote = " Text: a leading ' is added when the value starts with = + - @ tab or '; " +
+	"control characters but tab and newline show as symbols (ESC as ␛), invalid UTF-8 as �."
 
 // Columns is the layout of every file, in order. AppendCSV writes exactly these fields.
 var Columns = []Column{
