@@ -53,13 +53,18 @@ func (w *Writer) appendRows(rows []state.Sample) error {
 		}
 	}
 	hf.size += int64(keep)
-	noSpace := isNoSpace(werr)
-	if noSpace {
-		w.pause(logrus.Fields{fieldReason: werr.Error()})
+	cause := pauseCauseOf(werr)
+	if cause != nil {
+		w.pause(cause, logrus.Fields{fieldReason: werr.Error()})
 	}
 	w.written.Add(uint64(whole))
 	w.dropped.Add(uint64(len(rows) - whole))
-	if noSpace {
+	if cause == causeReadOnly {
+		// Reopened at the next tick: a file system that went read-only on an error comes
+		// back only as a new mount, which the old descriptor would never see.
+		return w.closeFile()
+	}
+	if cause != nil {
 		return nil
 	}
 	return fmt.Errorf("writing to %s: %w", hf.f.Name(), werr)
@@ -97,33 +102,54 @@ func (w *Writer) haveSpace() bool {
 	if free >= w.cfg.MinFreeBytes {
 		return true
 	}
-	w.pause(logrus.Fields{fieldReason: "below the free-space floor", fieldFreeBytes: free, fieldFloor: w.cfg.MinFreeBytes})
+	w.pause(causeNoSpace, logrus.Fields{fieldReason: "below the free-space floor", fieldFreeBytes: free, fieldFloor: w.cfg.MinFreeBytes})
 	return false
 }
 
-// pause logs the first tick without space; the ticks after it only count their rows.
+// pauseCause is a condition an administrator fixes while threadcap keeps running: rows are
+// dropped and counted until it clears, and both ends are logged once.
+type pauseCause struct{ stop, resume string }
+
+var (
+	causeNoSpace = &pauseCause{
+		stop:   "out of disk space: dropping rows until space is freed",
+		resume: "disk space is back: writing rows again",
+	}
+	causeReadOnly = &pauseCause{
+		stop:   "output file system is read-only: dropping rows until it is writable; check dmesg for why it went read-only",
+		resume: "output file system is writable again: writing rows again",
+	}
+)
+
+// pauseCauseOf is the pause err calls for, or nil for an error that stops threadcap.
+func pauseCauseOf(err error) *pauseCause {
+	switch {
+	case errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT):
+		return causeNoSpace
+	case errors.Is(err, unix.EROFS):
+		return causeReadOnly
+	}
+	return nil
+}
+
+// pause logs the first tick that cannot write; the ticks after it only count their rows.
 // It is called before the dropped rows of that tick are counted, so that they are part of
 // the total logged on resume.
-func (w *Writer) pause(fields logrus.Fields) {
-	if w.paused {
-		return
+func (w *Writer) pause(cause *pauseCause, fields logrus.Fields) {
+	if w.paused != nil {
+		return // the first cause is logged; its resume covers this one
 	}
-	w.paused = true
+	w.paused = cause
 	w.pausedAt = w.dropped.Load()
-	w.log.WithFields(fields).
-		Warn("out of disk space: dropping rows until space is freed")
+	w.log.WithFields(fields).Warn(cause.stop)
 	// Compressing a finished hour may be what frees the space.
 	w.kickMaintenance()
 }
 
 func (w *Writer) resume() {
-	if !w.paused {
+	if w.paused == nil {
 		return
 	}
-	w.paused = false
-	w.log.WithField(fieldDropped, w.dropped.Load()-w.pausedAt).Info("disk space is back: writing rows again")
-}
-
-func isNoSpace(err error) bool {
-	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)
+	w.log.WithField(fieldDropped, w.dropped.Load()-w.pausedAt).Info(w.paused.resume)
+	w.paused = nil
 }

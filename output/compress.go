@@ -5,12 +5,14 @@ package output
 import (
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sys/unix"
 )
 
 // compressHour replaces a closed hour's .csv with its compressed copy. The copy is written
@@ -48,13 +50,18 @@ func (w *Writer) compressHour(ctx context.Context, h hourEntry) {
 
 // compressFile writes src compressed to dst, atomically.
 func (w *Writer) compressFile(ctx context.Context, src, dst string) (err error) {
-	in, err := os.Open(src)
+	// Neither file is followed if it is a link: the copy is readable by the group, and must
+	// not hold, or overwrite, a file the link points to.
+	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
 	tmp := dst + suffixTmp
-	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, w.cfg.FileMode)
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, w.cfg.FileMode)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // File names are threadcap_samples_<UTC hour>Z<suffix>, for example
@@ -27,6 +29,8 @@ const (
 	// suffixOtherSchema is given to a current-hour file found with a header threadcap does
 	// not write (another schema version), so that new rows never go under the wrong header.
 	suffixOtherSchema = ".csv.other-schema"
+	// suffixNotAFile is given to a symlink, FIFO or device found under an hour file's name.
+	suffixNotAFile = ".csv.not-a-file"
 )
 
 // hourName is the file name for the hour starting at hour, with suffix.
@@ -56,61 +60,101 @@ type hourFile struct {
 	size int64
 }
 
+// removed reports whether the file has been deleted, with or without its directory:
+// rows written to it now would be lost without a word.
+func (hf *hourFile) removed() bool {
+	var st unix.Stat_t
+	return unix.Fstat(int(hf.f.Fd()), &st) == nil && st.Nlink == 0
+}
+
 // openReport says what opening an hour file had to do, for the caller to log.
 type openReport struct {
 	created  bool
 	cutBytes int64  // an incomplete last row removed
-	setAside string // a file with another header moved out of the way
+	setAside string // a file with another header, or not a file, moved out of the way
 }
 
 // openHourFile opens the hour's file for appending, creating it or repairing what a crash
 // left. It reads a reopened file to its end: a quoted field may hold newlines, so only
 // counting quotes from the start tells a row's end from a newline inside a value.
+//
+// Nothing in the directory is followed or trusted: a symlink, FIFO or device planted under
+// an hour file's name (O_NOFOLLOW, then fstat) is moved aside like a file with another
+// header, so that rows, a chmod or a chown never reach whatever it points to.
 func openHourFile(dir string, hour time.Time, mode os.FileMode, gid int) (*hourFile, openReport, error) {
-	var rep openReport
 	path := filepath.Join(dir, hourName(hour, suffixCSV))
+	hf, err := createHourFile(dir, path, hour, mode, gid)
+	if !errors.Is(err, os.ErrExist) {
+		return hf, openReport{created: err == nil}, err
+	}
+	var rep openReport
+	hf, aside, err := reopenHourFile(path, hour, &rep)
+	if err != nil || aside == "" {
+		return hf, rep, err
+	}
+	rep.setAside = filepath.Join(dir, hourName(hour, aside))
+	if err := os.Rename(path, rep.setAside); err != nil {
+		return nil, rep, fmt.Errorf("moving aside %s: %w; remove it", path, err)
+	}
+	hf, err = createHourFile(dir, path, hour, mode, gid)
+	return hf, openReport{created: err == nil, setAside: rep.setAside}, err
+}
+
+// createHourFile creates a new hour file; the error wraps os.ErrExist if there is one.
+func createHourFile(dir, path string, hour time.Time, mode os.FileMode, gid int) (*hourFile, error) {
+	// O_EXCL never follows a symlink either.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, mode)
-	if errors.Is(err, os.ErrExist) {
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
-		if err != nil {
-			return nil, rep, fmt.Errorf("opening %s: %w", path, err)
-		}
-		size, end, known, err := completeRows(f)
-		switch {
-		case err != nil:
-			f.Close()
-			return nil, rep, fmt.Errorf("reading %s: %w", path, err)
-		case !known:
-			f.Close()
-			rep.setAside = filepath.Join(dir, hourName(hour, suffixOtherSchema))
-			if err := os.Rename(path, rep.setAside); err != nil {
-				return nil, rep, fmt.Errorf("moving aside %s with another header: %w", path, err)
-			}
-			hf, fresh, err := openHourFile(dir, hour, mode, gid)
-			fresh.setAside = rep.setAside
-			return hf, fresh, err
-		case end < size:
-			if err := f.Truncate(end); err != nil {
-				f.Close()
-				return nil, rep, fmt.Errorf("cutting the incomplete last row of %s: %w", path, err)
-			}
-			rep.cutBytes = size - end
-		}
-		return &hourFile{f: f, hour: hour, size: end}, rep, nil
-	}
 	if err != nil {
-		return nil, rep, fmt.Errorf("creating %s: %w", path, err)
+		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
-	rep.created = true
 	if err := setOwnership(f, mode, gid); err != nil {
 		f.Close()
-		return nil, rep, fmt.Errorf("creating %s: %w", path, err)
+		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
 	if err := syncDir(dir); err != nil {
 		f.Close()
-		return nil, rep, err
+		return nil, err
 	}
-	return &hourFile{f: f, hour: hour}, rep, nil
+	return &hourFile{f: f, hour: hour}, nil
+}
+
+// reopenHourFile opens an existing hour file and cuts an incomplete last row, noting it in
+// rep. It returns the suffix to move the file aside to, and no file, when the file is not
+// one of ours.
+func reopenHourFile(path string, hour time.Time, rep *openReport) (*hourFile, string, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, suffixNotAFile, nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("opening %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, suffixNotAFile, nil
+	}
+	size, end, known, err := completeRows(f)
+	switch {
+	case err != nil:
+		f.Close()
+		return nil, "", fmt.Errorf("reading %s: %w", path, err)
+	case !known:
+		f.Close()
+		return nil, suffixOtherSchema, nil
+	}
+	if end < size {
+		if err := f.Truncate(end); err != nil {
+			f.Close()
+			return nil, "", fmt.Errorf("cutting the incomplete last row of %s: %w", path, err)
+		}
+		rep.cutBytes = size - end
+	}
+	return &hourFile{f: f, hour: hour, size: end}, "", nil
 }
 
 // completeRows finds where the last complete row of an hour file ends. known is false when

@@ -53,8 +53,8 @@ type Writer struct {
 	buf       []byte
 	ends      []int // where each row in buf ends
 	lastSync  time.Time
-	paused    bool   // out of space; rows are being dropped
-	pausedAt  uint64 // dropped count when the pause began
+	paused    *pauseCause // why rows are being dropped; nil while writing
+	pausedAt  uint64      // dropped count when the pause began
 	clockBack bool
 	closed    bool
 
@@ -158,14 +158,20 @@ func (w *Writer) Write(tick time.Time, rows []state.Sample) error {
 	} else {
 		w.clockBack = false
 	}
+	if w.file != nil && w.file.removed() {
+		w.log.WithField(fieldFile, w.file.f.Name()).Warn("hour file was deleted while threadcap wrote to it; starting it again")
+		if err := w.closeFile(); err != nil {
+			w.log.WithError(err).Debug("closing the deleted hour file failed")
+		}
+	}
 	if w.file == nil || !hour.Equal(w.file.hour) {
 		if err := w.rotate(hour); err != nil {
-			noSpace := isNoSpace(err)
-			if noSpace {
-				w.pause(logrus.Fields{fieldReason: err.Error()})
+			cause := pauseCauseOf(err)
+			if cause != nil {
+				w.pause(cause, logrus.Fields{fieldReason: err.Error()})
 			}
 			w.dropped.Add(uint64(len(rows)))
-			if noSpace {
+			if cause != nil {
 				return nil
 			}
 			return err
@@ -191,13 +197,19 @@ func (w *Writer) rotate(hour time.Time) error {
 		}
 	}
 	hf, rep, err := openHourFile(w.cfg.Dir, hour, w.cfg.FileMode, w.gid)
+	if errors.Is(err, os.ErrNotExist) {
+		if rerr := w.recreateDir(); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		hf, rep, err = openHourFile(w.cfg.Dir, hour, w.cfg.FileMode, w.gid)
+	}
 	if err != nil {
 		return err
 	}
 	w.file, w.hour, w.lastSync = hf, hour, w.cfg.Clock()
 	log := w.log.WithField(fieldFile, hf.f.Name())
 	if rep.setAside != "" {
-		log.WithField(fieldAside, rep.setAside).Warn("hour file had another header; moved it aside")
+		log.WithField(fieldAside, rep.setAside).Warn("found another header or a link, FIFO or device under the hour file's name; moved it aside")
 	}
 	if rep.cutBytes > 0 {
 		log.WithField(fieldBytes, rep.cutBytes).Warn("removed the incomplete last row an earlier run left")
@@ -208,6 +220,25 @@ func (w *Writer) rotate(hour time.Time) error {
 		log.Info("appending to existing hour file")
 	}
 	w.kickMaintenance()
+	return nil
+}
+
+// recreateDir makes the output directory again when it was deleted while threadcap ran,
+// and locks the new one.
+func (w *Writer) recreateDir() error {
+	if _, err := os.Stat(w.cfg.Dir); !errors.Is(err, os.ErrNotExist) {
+		return nil // something else in the path is missing; the open error says what
+	}
+	if err := prepareDir(w.cfg.Dir, w.cfg.DirMode, w.gid); err != nil {
+		return err
+	}
+	lock, err := lockDir(w.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	w.dirLock.Close()
+	w.dirLock = lock
+	w.log.WithField(fieldFile, w.cfg.Dir).Warn("output dir was deleted while threadcap ran; created it again")
 	return nil
 }
 
