@@ -5,7 +5,7 @@ GO ?= go
 CLANG ?= clang-19
 STRIP ?= llvm-strip-19
 
-.PHONY: build test lint generate check-generated install-clang vendor-headers bench
+.PHONY: build test lint fuzz generate check-generated install-clang vendor-headers bench
 
 build:
 	$(GO) build -o threadcap ./cmd/threadcap
@@ -15,6 +15,18 @@ build:
 test: lint check-generated
 	$(GO) test -race -p 1 -count=1 ./...
 	cd test/duckdb && $(GO) test -count=1 ./...
+	$(MAKE) fuzz
+
+# Runs every fuzz target for FUZZTIME. go test -fuzz takes one target of one package at a
+# time, so the targets are found by package: a new func FuzzX in any _test.go is included.
+FUZZTIME ?= 10s
+fuzz:
+	@set -e; $(GO) list -f '{{.ImportPath}} {{.Dir}}' ./... | while read -r pkg dir; do \
+		for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$dir/*_test.go 2>/dev/null); do \
+			echo "fuzz $$pkg $$target for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
 
 lint:
 	@test -z "$$(gofmt -l .)" || (gofmt -l . >&2; echo "gofmt needed on the files above" >&2; exit 1)
