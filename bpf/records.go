@@ -100,6 +100,7 @@ func (r *Record) Thread(t *state.Thread) {
 		LastRet:        r.LastScRet,
 		StartNs:        r.StartNs,
 		ExecGen:        r.ExecGen,
+		CgroupID:       r.CgroupId,
 	}
 }
 

@@ -111,6 +111,16 @@ static __always_inline void enter_state(struct record *r, __u8 st, __u64 now)
 }
 
 /*
+ * The task's cgroup v2 id, the key user space resolves to a path. Four loads through
+ * pointers the scheduler has just used (the css_set is where CPU accounting goes), so
+ * they cost next to nothing at switch-out, where a move to another cgroup becomes visible.
+ */
+static __always_inline __u64 cgroup_of(struct task_struct *task)
+{
+	return task->cgroups->dfl_cgrp->kn->id;
+}
+
+/*
  * Gives a task its first record. assumed is the state the event implies the task was in
  * just before it (the event then applies its transition as usual, adding no time).
  */
@@ -158,6 +168,9 @@ static __noinline struct record *record_claim(struct task_struct *task, struct t
 	r->sc_on_cpu_ns = 0;
 	r->start_ns = task->start_time;
 	r->exec_gen = 0;
+	r->kstack = 0;
+	r->ustack = 0;
+	r->cgroup_id = cgroup_of(task);
 	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), task->comm);
 	seq_bump(r);
 	return r;
@@ -331,6 +344,7 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt,
 		r->nvcsw++;
 	if (passive_syscalls)
 		read_syscall(r, prev, now);
+	r->cgroup_id = cgroup_of(prev);
 	seq_bump(r);
 }
 

@@ -51,6 +51,9 @@ struct record {
 	__u64 start_ns;  /* task start time (CLOCK_MONOTONIC): tells a reused tid apart */
 	__u32 exec_gen;  /* bumped by every exec, so user space refreshes process context */
 	__u8 comm[16];
+	__u16 kstack;    /* kernel stack id + 1 at the last capturing switch-out; 0: none */
+	__u16 ustack;    /* user stack id + 1, likewise */
+	__u64 cgroup_id; /* cgroup v2 id (the inode of its cgroupfs directory) */
 } __attribute__((aligned(64)));
 
 /* Task-local storage: where a thread's record lives. */

@@ -34,7 +34,9 @@ type threadcapRecord struct {
 	StartNs   uint64
 	ExecGen   uint32
 	Comm      [16]uint8
-	_         [12]byte
+	Kstack    uint16
+	Ustack    uint16
+	CgroupId  uint64
 }
 
 type threadcapTaskSlot struct {

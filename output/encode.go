@@ -70,6 +70,7 @@ func AppendCSV(dst []byte, s *state.Sample) []byte {
 	dst = appendText(append(dst, ','), s.Exe)
 	dst = strconv.AppendBool(append(dst, ','), s.Seeded)
 	dst = appendText(append(dst, ','), s.Wchan)
+	dst = appendText(append(dst, ','), s.Cgroup)
 	return append(dst, '\n')
 }
 

@@ -108,11 +108,13 @@ func TestAppendCSVFields(t *testing.T) {
 			"on_cpu_us": "120", "runnable_us": "5", "sleeping_us": "99875",
 			"uninterruptible_us": "0", "stopped_us": "0", "voluntary_switches": "3",
 			"involuntary_switches": "1", "seeded": "false", "wchan": "",
+			"cgroup": "/system.slice/mysql.service",
 		}},
 		{"seeded thread: unknowns are empty, args hidden without a syscall", seeded, map[string]string{
 			"state_us": "", "syscall": "", "syscall_us": "", "syscall_cpu_us": "",
 			"syscall_args": "", "cpu": "", "on_cpu_us": "", "stopped_us": "",
 			"voluntary_switches": "", "involuntary_switches": "", "seeded": "true", "wchan": "ep_poll",
+			"cgroup": "",
 		}},
 	}
 	for _, tt := range tests {

@@ -69,7 +69,7 @@ func mysqlRow(tick time.Time, tid int32) state.Sample {
 		State: state.Sleeping, StateUs: 1500, Syscall: "futex", SyscallUs: 1500, SyscallCPUUs: 3,
 		Args: [6]uint64{0x7f1234560000, 0x80, 0, 0, 0, 0xffffffff}, CPU: 1,
 		StateTimeUs: [state.TimedStates]int64{120, 5, 99875, 0, 0},
-		Voluntary:   3, Involuntary: 1, Exe: "/usr/sbin/mysqld",
+		Voluntary:   3, Involuntary: 1, Exe: "/usr/sbin/mysqld", Cgroup: "/system.slice/mysql.service",
 	}
 }
 

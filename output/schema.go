@@ -9,7 +9,7 @@ import (
 // SchemaVersion is the version of the column layout below. It changes whenever a column is
 // added, removed, renamed, reordered or changes type, so that saved queries can tell which
 // files they understand.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Column describes one CSV column: what analysts need to load it and what DBAs need to read
 // it.
@@ -59,6 +59,7 @@ var Columns = []Column{
 	{"exe", typeVarchar, "", "Path of the process's executable." + textNote},
 	{"seeded", typeBoolean, "", "true when read from /proc because the kernel side has not observed the thread yet."},
 	{"wchan", typeVarchar, "", "Kernel function a seeded thread waits in; empty otherwise." + textNote},
+	{"cgroup", typeVarchar, "", "cgroup v2 path of the thread, such as /system.slice/mysql.service; empty when unknown or turned off." + textNote},
 }
 
 // header is the first line of every file, computed once because every rotation writes it.

@@ -39,6 +39,10 @@ type Config struct {
 	ProcRoot string
 	// Self is threadcap's own pid, left out of the rows.
 	Self int32
+	// CgroupRoot is where the cgroup v2 hierarchy is mounted; found in mountinfo when "".
+	CgroupRoot string
+	// NoCgroup leaves the cgroup column empty, saving a /proc read per new cgroup.
+	NoCgroup bool
 	// Mono is the kernel side's clock (CLOCK_MONOTONIC ns); Wall the clock of the rows.
 	Mono func() uint64
 	Wall func() time.Time
@@ -80,6 +84,7 @@ type Sampler struct {
 	prevMono uint64     // the previous tick, on the Mono clock
 	seeded   map[int32]*state.Thread
 	procs    *processCache
+	cgroups  *cgroupCache
 	rows     []state.Sample
 	dead     []uint32
 	stats    Stats
@@ -94,12 +99,16 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 	if cfg.ProcRoot == "" {
 		cfg.ProcRoot = "/proc"
 	}
+	if cfg.CgroupRoot == "" {
+		cfg.CgroupRoot = Cgroup2Mount(cfg.ProcRoot)
+	}
 	procs, err := newProcessCache(cfg.ProcRoot)
 	if err != nil {
 		return nil, err
 	}
 	return &Sampler{
 		cfg: cfg, src: src, sink: sink, procs: procs,
+		cgroups: newCgroupCache(cfg.ProcRoot, cfg.CgroupRoot),
 		seeded:  map[int32]*state.Thread{},
 		slowLog: rateLimit{every: time.Minute},
 	}, nil

@@ -56,6 +56,7 @@ func (s *Sampler) Tick(wall time.Time) error {
 	s.stats.Ticks++
 	s.stats.Rows += uint64(len(s.rows))
 	s.procs.expire(wall)
+	s.cgroups.expire(wall)
 	if werr := s.sink.Write(wall, s.rows); werr != nil {
 		return fmt.Errorf("writing tick %s: %w", wall.Format(time.RFC3339), werr)
 	}
@@ -127,6 +128,13 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 		return
 	}
 	row.Process, row.User, row.Exe = proc.name, proc.user, proc.exe
+	if !s.cfg.NoCgroup {
+		// A seeded thread has no cgroup id yet: its process's cgroup stands in.
+		row.Cgroup = s.cgroups.path(th.CgroupID, th.Pid, th.Tid, wall)
+		if row.Cgroup == "" {
+			row.Cgroup = proc.cgroup
+		}
+	}
 	if th.Syscall != state.NoSyscall {
 		row.Syscall = state.SyscallName(th.Syscall)
 		row.Args = th.Args

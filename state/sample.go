@@ -35,4 +35,6 @@ type Sample struct {
 	Exe                    string // the process's executable path
 	Seeded                 bool   // read from /proc: the kernel side has not observed this thread yet
 	Wchan                  string // kernel function a seeded thread waits in (from /proc)
+	// Cgroup is the thread's cgroup v2 path, such as /system.slice/mysql.service.
+	Cgroup string
 }

@@ -34,6 +34,8 @@ type Thread struct {
 	StartNs uint64
 	// ExecGen changes whenever the process execs.
 	ExecGen uint32
+	// CgroupID is the thread's cgroup v2 id (its cgroupfs inode); 0 when unknown.
+	CgroupID uint64
 	// Seeded is set for a thread read from /proc that the kernel side has not observed yet.
 	Seeded bool
 	// Wchan is the kernel function a seeded thread waits in, from /proc.

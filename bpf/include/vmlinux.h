@@ -24,6 +24,7 @@ enum { false = 0, true = 1 };
 enum bpf_map_type {
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_STACK_TRACE = 7,
 	BPF_MAP_TYPE_QUEUE = 22,
 	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
@@ -34,10 +35,26 @@ enum {
 };
 
 enum {
+	BPF_F_USER_STACK = 1ULL << 8,
+};
+
+enum {
 	BPF_LOCAL_STORAGE_GET_F_CREATE = 1ULL << 0,
 };
 
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct kernfs_node {
+	__u64 id;
+};
+
+struct cgroup {
+	struct kernfs_node *kn;
+};
+
+struct css_set {
+	struct cgroup *dfl_cgrp;
+};
 
 struct task_struct {
 	unsigned int flags;
@@ -45,6 +62,7 @@ struct task_struct {
 	pid_t pid;
 	pid_t tgid;
 	char comm[16];
+	struct css_set *cgroups;
 };
 
 #if defined(__TARGET_ARCH_x86)

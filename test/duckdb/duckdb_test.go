@@ -63,7 +63,7 @@ func sample(change func(*state.Sample)) state.Sample {
 		Syscall: "pread64", SyscallUs: 1500, SyscallCPUUs: 3, CPU: 1,
 		Args:        [6]uint64{0x7f1234560000, 0x80, 0, 0, 0, 0xffffffff},
 		StateTimeUs: [state.TimedStates]int64{120, 5, 0, 99875, 0},
-		Voluntary:   3, Involuntary: 1, Exe: "/usr/sbin/mysqld",
+		Voluntary:   3, Involuntary: 1, Exe: "/usr/sbin/mysqld", Cgroup: "/system.slice/mysql.service",
 	}
 	change(&s)
 	return s
@@ -83,7 +83,7 @@ func expected(s state.Sample, texts map[string]any) map[string]any {
 		"state_us": nullable(s.StateUs), "syscall": text(s.Syscall), "syscall_us": nullable(s.SyscallUs),
 		"syscall_cpu_us": nullable(s.SyscallCPUUs), "cpu": int32(s.CPU),
 		"voluntary_switches": nullable(s.Voluntary), "involuntary_switches": nullable(s.Involuntary),
-		"exe": s.Exe, "seeded": s.Seeded, "wchan": text(s.Wchan),
+		"exe": s.Exe, "seeded": s.Seeded, "wchan": text(s.Wchan), "cgroup": text(s.Cgroup),
 	}
 	for i, name := range []string{"on_cpu_us", "runnable_us", "sleeping_us", "uninterruptible_us", "stopped_us"} {
 		row[name] = nullable(s.StateTimeUs[i])

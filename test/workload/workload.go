@@ -159,3 +159,31 @@ func Schedstat(t testing.TB, tid int) (onCPU, runDelay uint64) {
 	runDelay, _ = strconv.ParseUint(f[1], 10, 64)
 	return onCPU, runDelay
 }
+
+// InCgroup moves process pid into a new child cgroup of the cgroup v2 hierarchy mounted at
+// mount, and returns the cgroup's path as /proc/PID/cgroup shows it. The cgroup is removed
+// when the test ends; register the process's own cleanup (which ends it) after this call's,
+// so that it runs first and leaves the cgroup empty.
+func InCgroup(t testing.TB, mount string, pid int) string {
+	t.Helper()
+	name := "/threadcap-test-" + strconv.Itoa(os.Getpid())
+	dir := filepath.Join(mount, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("creating a test cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		// The process may be gone already; children it forked meanwhile exit on their own.
+		os.WriteFile(filepath.Join(mount, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+		for range 50 {
+			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Errorf("test cgroup %s could not be removed", dir)
+	})
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		t.Fatalf("moving process %d into %s: %v", pid, dir, err)
+	}
+	return name
+}

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sampler
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// DefaultCgroupRoot is where the cgroup v2 hierarchy is mounted on unified-hierarchy hosts.
+const DefaultCgroupRoot = "/sys/fs/cgroup"
+
+// Cgroup2Mount is where the cgroup v2 hierarchy is mounted, from procRoot/self/mountinfo:
+// /sys/fs/cgroup on most hosts, /sys/fs/cgroup/unified on hybrid (v1 + v2) ones.
+// DefaultCgroupRoot when no cgroup2 mount is found.
+func Cgroup2Mount(procRoot string) string {
+	f, err := os.Open(filepath.Join(procRoot, "self", "mountinfo"))
+	if err != nil {
+		return DefaultCgroupRoot
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// "id parent major:minor root mountpoint options [optional...] - fstype source ..."
+		fields := strings.Fields(sc.Text())
+		for i, fld := range fields {
+			if fld == "-" && i+1 < len(fields) && fields[i+1] == "cgroup2" && len(fields) > 4 {
+				return fields[4]
+			}
+		}
+	}
+	return DefaultCgroupRoot
+}
+
+// cgroupCache turns the cgroup ids the kernel side records into cgroup v2 paths. A path is
+// read once per cgroup, from /proc of the first thread seen in it, not once per thread or
+// tick. Cgroup ids are never reused on 64-bit kernels, so an entry stays right until the
+// cgroup is gone; entries no row has needed for a while are dropped.
+type cgroupCache struct {
+	procRoot, cgroupRoot string
+	paths                map[uint64]*cgroupPath
+	swept                time.Time
+}
+
+type cgroupPath struct {
+	path string
+	used time.Time
+}
+
+func newCgroupCache(procRoot, cgroupRoot string) *cgroupCache {
+	return &cgroupCache{procRoot: procRoot, cgroupRoot: cgroupRoot, paths: map[uint64]*cgroupPath{}}
+}
+
+// path is the cgroup v2 path of cgroup id, which thread tid of pid was last seen in; ""
+// when it cannot be told (the thread has exited, or moved since).
+func (c *cgroupCache) path(id uint64, pid, tid int32, now time.Time) string {
+	if id == 0 {
+		return ""
+	}
+	if p, ok := c.paths[id]; ok {
+		p.used = now
+		return p.path
+	}
+	path, ok := c.read(id, pid, tid)
+	if !ok {
+		return ""
+	}
+	c.paths[id] = &cgroupPath{path: path, used: now}
+	return path
+}
+
+// read reads the thread's cgroup v2 path and checks that the directory there is cgroup id
+// (its inode), as the thread may have moved since the kernel side recorded the id.
+func (c *cgroupCache) read(id uint64, pid, tid int32) (string, bool) {
+	f, err := os.Open(filepath.Join(c.procRoot, strconv.Itoa(int(pid)), "task", strconv.Itoa(int(tid)), "cgroup"))
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	path, ok := "", false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// The unified hierarchy's line is "0::/path"; v1 hierarchies have other ids.
+		if p, found := strings.CutPrefix(sc.Text(), "0::"); found {
+			path, ok = p, true
+		}
+	}
+	if !ok {
+		return "", false
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(c.cgroupRoot, path), &st); err == nil && st.Ino != id {
+		return "", false
+	}
+	// Not found at all: cgroupfs is mounted elsewhere (or not in this mount namespace);
+	// the path is still what the kernel reports, so it is kept unchecked.
+	return path, true
+}
+
+// expire forgets cgroups no row has needed for idleProcess, at most once a minute.
+func (c *cgroupCache) expire(now time.Time) {
+	if now.Sub(c.swept) < time.Minute {
+		return
+	}
+	c.swept = now
+	for id, p := range c.paths {
+		if now.Sub(p.used) > idleProcess {
+			delete(c.paths, id)
+		}
+	}
+}
