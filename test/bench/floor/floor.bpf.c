@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //go:build ignore
 /*
- * The benchmark's floor: empty programs on the hooks threadcap uses. What they cost is
+ * The benchmark's floor: empty programs on every hook threadcap uses. What they cost is
  * what any design built on these hooks pays; threadcap's own cost is measured above it.
+ * Keep this list equal to the SEC() lines of bpf/threadcap.bpf.c.
  */
-#include "include/vmlinux.h"
-#include "include/bpf_helpers.h"
-#include "include/bpf_tracing.h"
+#include "../../../bpf/include/vmlinux.h"
+#include "../../../bpf/include/bpf_helpers.h"
+#include "../../../bpf/include/bpf_tracing.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -24,3 +25,9 @@ int BPF_PROG(floor_sys_enter) { return 0; }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(floor_sys_exit) { return 0; }
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(floor_exec) { return 0; }
+
+SEC("tp_btf/task_rename")
+int BPF_PROG(floor_rename) { return 0; }

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package floor
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/threadcap/threadcap/test/privileged"
+)
+
+// TestSameHooksAsThreadcap keeps the floor honest: it must hook exactly what threadcap
+// hooks, or the "vs floor" ratios compare different things.
+func TestSameHooksAsThreadcap(t *testing.T) {
+	src, err := os.ReadFile("../../../bpf/threadcap.bpf.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, m := range regexp.MustCompile(`SEC\("(tp_btf/[a-z_]+)"\)`).FindAllSubmatch(src, -1) {
+		want = append(want, string(m[1]))
+	}
+	spec, err := loadFloor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range spec.Programs {
+		got = append(got, p.SectionName)
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("floor hooks %v, threadcap hooks %v: make floor.bpf.c hook the same tracepoints", got, want)
+	}
+}
+
+func TestAttachAndClose(t *testing.T) {
+	privileged.Require(t)
+	h, err := Attach()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("detaching the floor: %v", err)
+	}
+}
