@@ -34,11 +34,11 @@ lint:
 
 # Regenerates the bpf2go output (and the syscall tables) with the pinned compiler.
 generate: install-clang
-	$(GO) generate ./bpf/ ./state/
+	$(GO) generate ./bpf/ ./state/ ./test/bench/floor/
 
 # Fails when the committed generated files are not what the sources produce.
 check-generated: generate
-	git diff --exit-code -- bpf/ state/ || \
+	git diff --exit-code -- bpf/ state/ test/bench/floor/ || \
 		(echo "generated files are stale: run 'make generate' and commit the result" >&2; exit 1)
 
 install-clang:
@@ -51,7 +51,12 @@ vendor-headers:
 	cp /usr/include/bpf/bpf_helpers.h /usr/include/bpf/bpf_helper_defs.h \
 		/usr/include/bpf/bpf_tracing.h /usr/include/bpf/bpf_core_read.h bpf/include/
 
-# The hot-path comparison (needs root) and the CSV writer's throughput.
+# What threadcap costs (needs root; about 8 minutes; see BENCHMARKS.md), then the CSV
+# writer's throughput. BENCH_FLAGS passes options to test/bench, such as --scale 1000.
+BENCH_OUT ?= bench-results.md
 bench:
-	$(GO) test -run '^$$' -bench HotPath -benchtime 1x ./bpf/
+	@mkdir -p .bench
+	$(GO) build -o .bench/threadcap ./cmd/threadcap
+	$(GO) build -o .bench/bench ./test/bench
+	.bench/bench --daemon .bench/threadcap --out $(BENCH_OUT) $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -cpu 1 ./output/

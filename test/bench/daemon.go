@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/threadcap/threadcap/output"
+)
+
+// daemon is a running `threadcap run`, the real binary as users run it.
+type daemon struct {
+	cmd      *exec.Cmd
+	dir      string
+	interval time.Duration
+	stderr   bytes.Buffer
+	exited   chan error
+	startup  time.Duration
+}
+
+// startupTimeout bounds the wait for the first row; seeding 50,000 threads from /proc
+// on a slow machine takes seconds, not minutes.
+const startupTimeout = time.Minute
+
+// startDaemon runs the daemon with its files in a new directory under tmp and returns
+// once its first row has reached the CSV file.
+func startDaemon(bin, mode string, hz int, tmp string) (*daemon, error) {
+	dir, err := os.MkdirTemp(tmp, "threadcap-bench-data-*")
+	if err != nil {
+		return nil, fmt.Errorf("making the daemon's data dir: %w", err)
+	}
+	d := &daemon{dir: dir, interval: time.Second / time.Duration(hz), exited: make(chan error, 1)}
+	d.cmd = exec.Command(bin, "run", "--dir", dir, "--hz", strconv.Itoa(hz), "--syscalls", mode)
+	d.cmd.Stdout = &d.stderr
+	d.cmd.Stderr = &d.stderr
+	start := time.Now()
+	if err := d.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting %s (build it with: go build ./cmd/threadcap): %w", bin, err)
+	}
+	go func() { d.exited <- d.cmd.Wait() }()
+	for {
+		if n, _ := d.csvSize(); n > int64(len(output.Header())) {
+			break
+		}
+		select {
+		case err := <-d.exited:
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("threadcap exited before its first sample (%v):\n%s", err, d.stderr.String())
+		case <-time.After(2 * time.Millisecond):
+		}
+		if time.Since(start) > startupTimeout {
+			d.Close()
+			return nil, fmt.Errorf("threadcap wrote no row in %v:\n%s", startupTimeout, d.stderr.String())
+		}
+	}
+	d.startup = time.Since(start)
+	return d, nil
+}
+
+// csvSize is the size of the uncompressed hour files, together.
+func (d *daemon) csvSize() (int64, map[string]int64) {
+	sizes := map[string]int64{}
+	var total int64
+	names, _ := filepath.Glob(filepath.Join(d.dir, "threadcap_samples_*.csv"))
+	for _, name := range names {
+		if fi, err := os.Stat(name); err == nil {
+			sizes[filepath.Base(name)] = fi.Size()
+			total += fi.Size()
+		}
+	}
+	return total, sizes
+}
+
+// settle waits past the next tick, and then long enough for that tick to be written,
+// even when a wake of 50,000 threads gave it a row for each.
+func (d *daemon) settle() {
+	next := time.Now().Truncate(d.interval).Add(d.interval)
+	time.Sleep(time.Until(next) + max(quiet, d.interval/2))
+}
+
+func (d *daemon) mark() (costMark, error) {
+	m := costMark{at: time.Now()}
+	var err error
+	if m.cpuNs, err = cpuNs(d.cmd.Process.Pid); err != nil {
+		return m, err
+	}
+	_, m.csvBytes = d.csvSize()
+	m.hwmKB, err = hwmKB(d.cmd.Process.Pid)
+	return m, err
+}
+
+// Close stops the daemon as an administrator would (SIGTERM) and removes its files. An
+// exit other than a clean one is an error: the benchmark must not hide a crash.
+func (d *daemon) Close() error {
+	defer os.RemoveAll(d.dir)
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.exited:
+		if err != nil {
+			return fmt.Errorf("threadcap exited with %v:\n%s", err, d.stderr.String())
+		}
+		return nil
+	case <-time.After(30 * time.Second):
+		d.cmd.Process.Kill()
+		<-d.exited
+		return errors.New("threadcap did not stop within 30s of SIGTERM; killed it")
+	}
+}
+
+// cpuNs is the CPU time all of pid's threads have used, in nanoseconds, from each
+// thread's schedstat: exact, where /proc/PID/stat counts in 10 ms clock ticks.
+func cpuNs(pid int) (uint64, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, fmt.Errorf("reading the threads of process %d: not running", pid)
+	}
+	var total uint64
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread exited: Go rarely ends threads, and then with little CPU
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		ns, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parsing %s: %w", t, err)
+		}
+		total += ns
+	}
+	return total, nil
+}
+
+// hwmKB is pid's peak resident set size (VmHWM), in KiB.
+func hwmKB(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return statusField(string(b), "VmHWM")
+}
+
+// statusField reads a "Name:   123 kB" line of /proc/PID/status.
+func statusField(status, name string) (int64, error) {
+	for _, line := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/PID/status", name)
+}
