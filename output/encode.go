@@ -71,6 +71,7 @@ func AppendCSV(dst []byte, s *state.Sample) []byte {
 	dst = strconv.AppendBool(append(dst, ','), s.Seeded)
 	dst = appendText(append(dst, ','), s.Wchan)
 	dst = appendText(append(dst, ','), s.Cgroup)
+	dst = appendText(append(dst, ','), s.FdTarget)
 	return append(dst, '\n')
 }
 

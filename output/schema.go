@@ -9,7 +9,7 @@ import (
 // SchemaVersion is the version of the column layout below. It changes whenever a column is
 // added, removed, renamed, reordered or changes type, so that saved queries can tell which
 // files they understand.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Column describes one CSV column: what analysts need to load it and what DBAs need to read
 // it.
@@ -60,6 +60,7 @@ var Columns = []Column{
 	{"seeded", typeBoolean, "", "true when read from /proc because the kernel side has not observed the thread yet."},
 	{"wchan", typeVarchar, "", "Kernel function a seeded thread waits in; empty otherwise." + textNote},
 	{"cgroup", typeVarchar, "", "cgroup v2 path of the thread, such as /system.slice/mysql.service; empty when unknown or turned off." + textNote},
+	{"fd_target", typeVarchar, "", "What the syscall's file descriptor argument is: a path (pipe:[inode] for an anonymous pipe), or a socket as protocol local->remote address:port (local only when listening), unix and its path; empty for other syscalls." + textNote},
 }
 
 // header is the first line of every file, computed once because every rotation writes it.

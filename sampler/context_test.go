@@ -4,6 +4,7 @@ package sampler_test
 
 import (
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -46,5 +47,32 @@ func TestThreadInChildCgroupShowsIt(t *testing.T) {
 	}
 	if after.Cgroup != want {
 		t.Errorf("the shell moved from %s into %s has cgroup %q: %+v", before.Cgroup, want, after.Cgroup, after)
+	}
+}
+
+// TestBlockedDescriptorsAreNamed expects a thread blocked reading a named pipe to show the
+// pipe's path, and one blocked in accept to show the listening socket's address.
+func TestBlockedDescriptorsAreNamed(t *testing.T) {
+	privileged.Require(t)
+	fifo, path := workload.FifoReader(t)
+	acc, port := workload.Accepter(t)
+	s, rec := start(t, sampler.Filter{All: true}, 100*time.Millisecond)
+	want := map[int]string{fifo.Tid: path, acc.Tid: "tcp 127.0.0.1:" + strconv.Itoa(port)}
+	var got map[int32]state.Sample
+	// A thread may not have reached its syscall at the first tick.
+	for range 10 {
+		if err := s.Tick(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		got = rec.ticks[len(rec.ticks)-1].rows
+		if got[int32(fifo.Tid)].FdTarget == path && got[int32(acc.Tid)].FdTarget == want[acc.Tid] {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for tid, w := range want {
+		if row := got[int32(tid)]; row.FdTarget != w {
+			t.Errorf("thread %d in %s: fd_target %q, want %q", tid, row.Syscall, row.FdTarget, w)
+		}
 	}
 }

@@ -43,6 +43,9 @@ type Config struct {
 	CgroupRoot string
 	// NoCgroup leaves the cgroup column empty, saving a /proc read per new cgroup.
 	NoCgroup bool
+	// NoFdTarget leaves the fd_target column empty, saving a stat per descriptor and tick
+	// of threads in descriptor syscalls, and a readlink per new descriptor.
+	NoFdTarget bool
 	// Mono is the kernel side's clock (CLOCK_MONOTONIC ns); Wall the clock of the rows.
 	Mono func() uint64
 	Wall func() time.Time
@@ -85,6 +88,7 @@ type Sampler struct {
 	seeded   map[int32]*state.Thread
 	procs    *processCache
 	cgroups  *cgroupCache
+	fds      *fdCache
 	rows     []state.Sample
 	dead     []uint32
 	stats    Stats
@@ -109,6 +113,7 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 	return &Sampler{
 		cfg: cfg, src: src, sink: sink, procs: procs,
 		cgroups: newCgroupCache(cfg.ProcRoot, cfg.CgroupRoot),
+		fds:     newFdCache(cfg.ProcRoot),
 		seeded:  map[int32]*state.Thread{},
 		slowLog: rateLimit{every: time.Minute},
 	}, nil

@@ -40,6 +40,7 @@ func (s *Sampler) Tick(wall time.Time) error {
 	}
 	s.rows = s.rows[:0]
 	s.dead = s.dead[:0]
+	s.fds.nextTick()
 	s.src.Scan(since, func(slot uint32, th *state.Thread) { s.observe(slot, th, mono, wall) })
 	for _, th := range s.seeded {
 		if s.cfg.Filter.All || th.State.Active() {
@@ -57,6 +58,7 @@ func (s *Sampler) Tick(wall time.Time) error {
 	s.stats.Rows += uint64(len(s.rows))
 	s.procs.expire(wall)
 	s.cgroups.expire(wall)
+	s.fds.expire(wall)
 	if werr := s.sink.Write(wall, s.rows); werr != nil {
 		return fmt.Errorf("writing tick %s: %w", wall.Format(time.RFC3339), werr)
 	}
@@ -81,6 +83,9 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 	if th.State == state.Dead {
 		s.dead = append(s.dead, slot)
 		s.procs.exited(th)
+		if th.Tid == th.Pid {
+			s.fds.exited(th.Pid)
+		}
 		*p = snapshot{}
 		return
 	}
@@ -138,6 +143,9 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 	if th.Syscall != state.NoSyscall {
 		row.Syscall = state.SyscallName(th.Syscall)
 		row.Args = th.Args
+		if !s.cfg.NoFdTarget {
+			row.FdTarget = s.fds.target(row.Syscall, th.Args[0], th.Pid, th.Tid, th.SyscallNs, wall)
+		}
 		if th.SyscallNs != 0 && mono > th.SyscallNs {
 			row.SyscallUs = int64(mono-th.SyscallNs) / 1000
 			onCPU := times[state.OnCPU]

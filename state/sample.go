@@ -37,4 +37,7 @@ type Sample struct {
 	Wchan                  string // kernel function a seeded thread waits in (from /proc)
 	// Cgroup is the thread's cgroup v2 path, such as /system.slice/mysql.service.
 	Cgroup string
+	// FdTarget names what the syscall's file descriptor argument is: a path, or a socket's
+	// protocol and addresses. "" for syscalls without one.
+	FdTarget string
 }

@@ -187,3 +187,65 @@ func InCgroup(t testing.TB, mount string, pid int) string {
 	}
 	return name
 }
+
+// FifoReader blocks in read(2) on a named pipe until the test ends. It returns the thread
+// and the pipe's path.
+func FifoReader(t testing.TB) (*Thread, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Read-write, so that opening does not wait for a writer (Linux allows it on a FIFO).
+	fd, err := syscall.Open(path, syscall.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := start(t, func(stop <-chan struct{}) {
+		buf := make([]byte, 1)
+		syscall.Read(fd, buf)
+		<-stop
+	})
+	t.Cleanup(func() {
+		syscall.Write(fd, []byte{0})
+		syscall.Close(fd)
+	})
+	return th, path
+}
+
+// Accepter blocks in accept(2) on a TCP socket listening on 127.0.0.1 until the test ends.
+// It returns the thread and the port. Go's net package would wait in epoll instead.
+func Accepter(t testing.TB) (*Thread, int) {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loopback := &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}
+	if err := syscall.Bind(fd, loopback); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 1); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := sa.(*syscall.SockaddrInet4).Port
+	th := start(t, func(stop <-chan struct{}) {
+		if nfd, _, err := syscall.Accept(fd); err == nil {
+			syscall.Close(nfd)
+		}
+		<-stop
+	})
+	t.Cleanup(func() {
+		// A connection ends the accept; the thread then waits for stop and exits.
+		if c, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err == nil {
+			syscall.Connect(c, &syscall.SockaddrInet4{Addr: loopback.Addr, Port: port})
+			syscall.Close(c)
+		}
+		syscall.Close(fd)
+	})
+	return th, port
+}

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sampler
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// fdSyscalls are the syscalls whose first argument is a file descriptor worth naming: what
+// a thread blocked in one waits on is that file, pipe or socket.
+var fdSyscalls = map[string]bool{
+	"read": true, "write": true, "pread64": true, "pwrite64": true, "readv": true,
+	"writev": true, "preadv": true, "pwritev": true, "preadv2": true, "pwritev2": true,
+	"recvfrom": true, "recvmsg": true, "recvmmsg": true, "sendto": true, "sendmsg": true,
+	"sendmmsg": true, "accept": true, "accept4": true, "connect": true, "shutdown": true,
+	"fsync": true, "fdatasync": true, "syncfs": true, "sync_file_range": true,
+	"fallocate": true, "ftruncate": true, "flock": true, "fcntl": true, "ioctl": true,
+	"getdents64": true, "lseek": true, "sendfile": true, "splice": true, "tee": true,
+	"copy_file_range": true, "epoll_wait": true, "epoll_pwait": true, "epoll_pwait2": true,
+	"epoll_ctl": true, "io_uring_enter": true, "fstat": true, "fstatfs": true, "readahead": true,
+}
+
+// fdKey is one descriptor of one process.
+type fdKey struct{ pid, fd int32 }
+
+// fdEntry is what a descriptor was last found to be.
+type fdEntry struct {
+	target   string
+	dev, ino uint64 // of the open file: another file under the same number differs here
+	// The syscall the entry was last checked for (thread, start): while it goes on, the
+	// file it uses cannot change, whatever happens to the number meanwhile.
+	tid     int32
+	sinceNs uint64
+	checked uint64 // tick number of the last check
+	used    time.Time
+}
+
+// fdCache names the file descriptors syscalls wait on. A descriptor is looked up in /proc
+// once (readlink, and for a socket the /proc/net tables); after that a row costs nothing
+// while its syscall goes on, and one stat per descriptor per tick otherwise, which tells a
+// closed or dup'ed-over number (another inode) from the same file.
+type fdCache struct {
+	procRoot string
+	entries  map[fdKey]*fdEntry
+	sockets  *socketTables
+	tick     uint64
+	swept    time.Time
+}
+
+func newFdCache(procRoot string) *fdCache {
+	return &fdCache{procRoot: procRoot, entries: map[fdKey]*fdEntry{}, sockets: newSocketTables(procRoot)}
+}
+
+// nextTick starts a tick: each descriptor is checked at most once per tick.
+func (c *fdCache) nextTick() { c.tick++ }
+
+// target names descriptor fd of process pid, which thread tid has used since sinceNs in
+// syscall name; "" when the syscall takes no descriptor or it cannot be told.
+func (c *fdCache) target(name string, fd uint64, pid, tid int32, sinceNs uint64, now time.Time) string {
+	if !fdSyscalls[name] || int64(int32(fd)) != int64(fd) || int32(fd) < 0 {
+		return ""
+	}
+	key := fdKey{pid, int32(fd)}
+	e := c.entries[key]
+	if e != nil && (e.checked == c.tick || (e.tid == tid && e.sinceNs == sinceNs && sinceNs != 0)) {
+		e.used = now
+		return e.target
+	}
+	link := filepath.Join(c.procRoot, strconv.Itoa(int(pid)), "fd", strconv.Itoa(int(fd)))
+	var st syscall.Stat_t
+	if err := syscall.Stat(link, &st); err != nil {
+		delete(c.entries, key)
+		return ""
+	}
+	if e == nil || e.dev != uint64(st.Dev) || e.ino != st.Ino {
+		target, err := os.Readlink(link)
+		if err != nil {
+			delete(c.entries, key)
+			return ""
+		}
+		if ino, ok := socketInode(target); ok {
+			target = c.sockets.describe(pid, ino, c.tick, target)
+		}
+		e = &fdEntry{target: target, dev: uint64(st.Dev), ino: st.Ino}
+		c.entries[key] = e
+	}
+	e.tid, e.sinceNs, e.checked, e.used = tid, sinceNs, c.tick, now
+	return e.target
+}
+
+// socketInode parses the "socket:[12345]" a socket's /proc/PID/fd link reads.
+func socketInode(link string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(link, "socket:[")
+	if !ok || !strings.HasSuffix(rest, "]") {
+		return 0, false
+	}
+	ino, err := strconv.ParseUint(strings.TrimSuffix(rest, "]"), 10, 64)
+	return ino, err == nil
+}
+
+// exited forgets the descriptors of a process whose main thread has exited.
+func (c *fdCache) exited(pid int32) {
+	for k := range c.entries {
+		if k.pid == pid {
+			delete(c.entries, k)
+		}
+	}
+}
+
+// expire forgets descriptors no row has needed for idleProcess, at most once a minute.
+func (c *fdCache) expire(now time.Time) {
+	if now.Sub(c.swept) < time.Minute {
+		return
+	}
+	c.swept = now
+	for k, e := range c.entries {
+		if now.Sub(e.used) > idleProcess {
+			delete(c.entries, k)
+		}
+	}
+	c.sockets.expire(c.tick)
+}
