@@ -35,6 +35,9 @@ const (
 // ErrClosed is returned by Write after Close.
 var ErrClosed = errors.New("output writer is closed")
 
+// ErrDirInUse is returned by New when another process holds the directory.
+var ErrDirInUse = errors.New("output dir is in use by another threadcap")
+
 // Writer appends samples to the current hour's file. Write and Close may be called from
 // different goroutines.
 type Writer struct {
@@ -122,7 +125,7 @@ func lockDir(dir string) (*os.File, error) {
 	if err := unix.Flock(int(d.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		d.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another threadcap is writing to %s; stop it or use another dir", dir)
+			return nil, fmt.Errorf("%s: %w; stop it or use another dir", dir, ErrDirInUse)
 		}
 		return nil, fmt.Errorf("locking %s: %w", dir, err)
 	}

@@ -3,6 +3,7 @@
 package output
 
 import (
+	"errors"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -135,7 +136,7 @@ func TestSecondWriterOnSameDirIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "another threadcap is writing to") {
+	if _, err := New(cfg); !errors.Is(err, ErrDirInUse) || !strings.Contains(err.Error(), cfg.Dir) {
 		t.Errorf("second writer: %v, want it refused", err)
 	}
 }
