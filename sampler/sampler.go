@@ -52,10 +52,16 @@ type Config struct {
 	Log  *logrus.Entry
 }
 
+// The sampling intervals allowed: 100 Hz down to one sample an hour.
+const (
+	minInterval = 10 * time.Millisecond
+	maxInterval = time.Hour
+)
+
 // Validate reports every problem in the configuration at once.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.Interval < 10*time.Millisecond || c.Interval > time.Hour {
+	if c.Interval < minInterval || c.Interval > maxInterval {
 		errs = append(errs, fmt.Errorf("sampling interval %v is out of range: use 100 Hz (10ms) down to one sample an hour", c.Interval))
 	}
 	if c.Mono == nil || c.Wall == nil || c.Log == nil {
@@ -93,6 +99,7 @@ type Sampler struct {
 	dead     []uint32
 	stats    Stats
 	slowLog  rateLimit
+	updates  updates
 }
 
 // New makes a Sampler reading src and writing to sink.
@@ -116,6 +123,7 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 		fds:     newFdCache(cfg.ProcRoot),
 		seeded:  map[int32]*state.Thread{},
 		slowLog: rateLimit{every: time.Minute},
+		updates: newUpdates(),
 	}, nil
 }
 
@@ -156,6 +164,11 @@ func (s *Sampler) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-s.updates.ready:
+			s.takeUpdate()
+			// A new rate starts from now: the boundaries of the old one are not missed ticks.
+			last = s.cfg.Wall().Truncate(s.cfg.Interval)
+			continue
 		case <-timer.C:
 		}
 		if err := s.Tick(next); err != nil {
