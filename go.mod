@@ -11,3 +11,5 @@ require (
 	github.com/sirupsen/logrus v1.10.2
 	golang.org/x/sys v0.49.0
 )
+
+require gopkg.in/yaml.v3 v3.0.1

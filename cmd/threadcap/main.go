@@ -5,28 +5,27 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime/debug"
-	"syscall"
-
-	"github.com/sirupsen/logrus"
+	"strings"
 )
 
 const usage = `threadcap records what every thread is doing, N times a second, into hourly CSV files.
 
 Usage:
-  threadcap run [flags]    sample until SIGINT or SIGTERM (needs root, or CAP_BPF and CAP_PERFMON)
+  threadcap run [flags]    sample until SIGINT or SIGTERM (needs root, or CAP_BPF and CAP_PERFMON);
+                           SIGHUP reloads the config file
+  threadcap check [flags]  tell whether this kernel and these privileges can run threadcap
   threadcap version        print the version
 
-Run "threadcap run -h" for the flags.
+Settings come from defaults, then the config file (` + defaultConfigPath + `
+when it exists, or --config FILE), then flags. Run "threadcap run -h" for the flags.
 `
 
-// Exit codes: 1 for a failure while running, 2 for a mistake in how threadcap was called.
+// Exit codes: 1 for a failure while running, 2 for a mistake in how threadcap was called
+// or configured.
 const (
 	exitFailure = 1
 	exitUsage   = 2
@@ -37,22 +36,12 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(exitUsage)
 	}
+	args := os.Args[2:]
 	switch os.Args[1] {
 	case "run":
-		cfg, err := parseRunFlags(os.Args[2:])
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "threadcap: %v\n", err)
-			os.Exit(exitUsage)
-		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if err := run(ctx, cfg); err != nil {
-			logrus.WithError(err).Error("threadcap stopped")
-			os.Exit(exitFailure)
-		}
+		os.Exit(runCommand(args))
+	case "check":
+		os.Exit(checkCommand(args))
 	case "version":
 		fmt.Println("threadcap", version())
 	case "-h", "-help", "--help", "help":
@@ -61,6 +50,24 @@ func main() {
 		fmt.Fprintf(os.Stderr, "threadcap: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(exitUsage)
 	}
+}
+
+// exitCode prints err, if any, and says how threadcap exits for it.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if !errors.As(err, new(usageError)) {
+		fmt.Fprintf(os.Stderr, "threadcap: %v\n", err)
+		return exitFailure
+	}
+	// errors.Join puts one mistake per line: list them under one heading.
+	if lines := strings.Split(err.Error(), "\n"); len(lines) > 1 {
+		fmt.Fprintf(os.Stderr, "threadcap: %d mistakes:\n  %s\n", len(lines), strings.Join(lines, "\n  "))
+	} else {
+		fmt.Fprintf(os.Stderr, "threadcap: %v\n", err)
+	}
+	return exitUsage
 }
 
 // version is the module version the binary was built from, or the VCS revision.

@@ -8,8 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -19,104 +19,84 @@ import (
 	"github.com/threadcap/threadcap/sampler"
 )
 
-// runConfig is everything `threadcap run` is told.
-type runConfig struct {
-	Dir       string
-	Hz        float64
-	All       bool
-	Syscalls  string
-	Pids      []int32
-	Capacity  uint
-	LogLevel  string
-	LogFormat string
-}
+// Log field keys.
+const (
+	fieldComponent = "component"
+	fieldChanged   = "changed"
+	fieldRestart   = "needs_restart"
+	fieldTicks     = "ticks"
+)
 
-func parseRunFlags(args []string) (runConfig, error) {
-	cfg := runConfig{Dir: "./data", Hz: 1, Syscalls: string(bpf.SyscallsFull), Capacity: bpf.DefaultCapacity,
-		LogLevel: "info", LogFormat: "text"}
-	fs := flag.NewFlagSet("threadcap run", flag.ContinueOnError)
-	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "directory for the hourly CSV files")
-	fs.Float64Var(&cfg.Hz, "hz", cfg.Hz, "samples per second (0.0003 to 100)")
-	fs.BoolVar(&cfg.All, "all", cfg.All, "a row for every thread at every tick, sleeping ones too")
-	fs.StringVar(&cfg.Syscalls, "syscalls", cfg.Syscalls, "syscall tracking: full (hook every syscall) or passive (read them at switch-out)")
-	fs.Func("pid", "only these processes (comma-separated pids; repeatable)", func(s string) error {
-		for _, f := range strings.Split(s, ",") {
-			pid, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
-			if err != nil || pid <= 0 {
-				return fmt.Errorf("%q is not a pid", f)
-			}
-			cfg.Pids = append(cfg.Pids, int32(pid))
-		}
-		return nil
-	})
-	fs.UintVar(&cfg.Capacity, "capacity", cfg.Capacity, "threads tracked at once (192 bytes of kernel memory each)")
-	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
-	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "text or json")
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
+// runCommand is `threadcap run`: it samples until SIGINT or SIGTERM.
+func runCommand(args []string) int {
+	opts, err := parseFlags("run", args, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	return cfg, cfg.validate()
-}
-
-// validate reports every mistake at once.
-func (c runConfig) validate() error {
-	var errs []error
-	if c.Hz <= 0 || c.Hz > 100 {
-		errs = append(errs, fmt.Errorf("--hz %v: use a rate above 0 and at most 100", c.Hz))
-	}
-	if _, err := bpf.ParseSyscallMode(c.Syscalls); err != nil {
-		errs = append(errs, fmt.Errorf("--syscalls: %w", err))
-	}
-	if c.Capacity == 0 || c.Capacity > 1<<22 {
-		errs = append(errs, fmt.Errorf("--capacity %d: use 1 to %d threads", c.Capacity, 1<<22))
-	}
-	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
-		errs = append(errs, fmt.Errorf("--log-level: %w", err))
-	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		errs = append(errs, fmt.Errorf("--log-format %q: use text or json", c.LogFormat))
-	}
-	return errors.Join(errs...)
-}
-
-func setupLogging(c runConfig) {
-	level, _ := logrus.ParseLevel(c.LogLevel)
-	logrus.SetLevel(level)
-	if c.LogFormat == "json" {
-		logrus.SetFormatter(&logrus.JSONFormatter{})
-	}
-}
-
-// run samples until ctx ends, then flushes the current file and detaches everything.
-func run(ctx context.Context, c runConfig) (err error) {
-	setupLogging(c)
-	log := logrus.WithField("component", "threadcap")
-	log.WithFields(logrus.Fields{
-		"dir": c.Dir, "hz": c.Hz, "all": c.All, "syscalls": c.Syscalls, "pids": c.Pids, "capacity": c.Capacity,
-	}).Info("starting")
-
-	mode, _ := bpf.ParseSyscallMode(c.Syscalls)
-	tracker, err := bpf.Open(bpf.Config{Capacity: uint32(c.Capacity), Syscalls: mode})
 	if err != nil {
+		return exitCode(err)
+	}
+	cfg, err := opts.load()
+	if err != nil {
+		return exitCode(err)
+	}
+	setupLogging(&cfg)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	if err := run(ctx, opts, cfg, hup); err != nil {
+		logrus.WithField(fieldComponent, "threadcap").WithError(err).Error("threadcap stopped")
+		return exitFailure
+	}
+	return 0
+}
+
+// setupLogging applies the log settings; SIGHUP calls it again.
+func setupLogging(c *Config) {
+	level, _ := logrus.ParseLevel(c.Log.Level) // checked by Validate
+	logrus.SetLevel(level)
+	if c.Log.Format == "json" {
+		logrus.SetFormatter(&logrus.JSONFormatter{})
+	} else {
+		logrus.SetFormatter(&logrus.TextFormatter{})
+	}
+}
+
+// run samples until ctx ends, reloading the config at each signal on hup, then flushes the
+// current file and detaches everything.
+func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (err error) {
+	log := logrus.WithField(fieldComponent, "threadcap")
+	log.WithFields(cfg.fields()).Info("starting")
+	if err := requireCapabilities(); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, tracker.Close()) }()
 
-	writer, err := output.New(output.Config{Dir: c.Dir, Log: logrus.WithField("component", "output")})
+	// The directory is taken first, so that a second instance stops before loading anything.
+	writer, err := output.New(cfg.outputConfig(logrus.WithField(fieldComponent, "output")))
+	if errors.Is(err, output.ErrDirInUse) {
+		return dirInUse(cfg.Dir, err)
+	}
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, writer.Close()) }()
 
+	mode, _ := bpf.ParseSyscallMode(cfg.Syscalls) // checked by Validate
+	tracker, err := bpf.Open(bpf.Config{Capacity: cfg.Capacity, Syscalls: mode})
+	if err != nil {
+		return err
+	}
+	// Closed before the writer: nothing is attached while the last file is flushed.
+	defer func() { err = errors.Join(err, tracker.Close()) }()
+
 	s, err := sampler.New(sampler.Config{
-		Interval: time.Duration(float64(time.Second) / c.Hz),
-		Filter:   sampler.Filter{All: c.All, Pids: c.Pids},
+		Interval: cfg.Interval(),
+		Filter:   filterOf(&cfg),
 		Self:     int32(os.Getpid()),
 		Mono:     bpf.Now, Wall: time.Now,
-		Log: logrus.WithField("component", "sampler"),
+		Log: logrus.WithField(fieldComponent, "sampler"),
 	}, tracker, writer)
 	if err != nil {
 		return err
@@ -124,8 +104,32 @@ func run(ctx context.Context, c runConfig) (err error) {
 	if err := s.Seed(); err != nil {
 		return err
 	}
+
+	d := &daemon{opts: opts, cfg: cfg, sampler: s, writer: writer, log: log}
+	bg, stopBg := context.WithCancel(ctx)
+	defer stopBg()
+	go d.reloadOn(bg, hup)
+	go watchCounters(bg, tracker, logrus.WithField(fieldComponent, "bpf"))
+
+	notify(log, "READY=1")
 	err = s.Run(ctx)
+	notify(log, "STOPPING=1")
 	st := s.Stats()
-	log.WithFields(logrus.Fields{"ticks": st.Ticks, "rows": st.Rows, "skipped_ticks": st.SkippedTicks}).Info("stopped")
+	log.WithFields(logrus.Fields{
+		fieldTicks: st.Ticks, "rows": st.Rows, "skipped_ticks": st.SkippedTicks,
+		"written_rows": writer.WrittenRows(), "dropped_rows": writer.DroppedRows(),
+	}).Info("stopping")
 	return err
+}
+
+func filterOf(c *Config) sampler.Filter {
+	return sampler.Filter{All: c.All, Pids: c.Pids, Processes: c.Processes, Cgroups: c.Cgroups}
+}
+
+// dirInUse names the process that holds dir, when /proc/locks tells.
+func dirInUse(dir string, err error) error {
+	if pid, ok := lockHolder(dir); ok {
+		return fmt.Errorf("%s is in use by another threadcap (pid %d): stop it, or give this one another --dir", dir, pid)
+	}
+	return fmt.Errorf("%w: stop the other threadcap, or give this one another --dir", err)
 }

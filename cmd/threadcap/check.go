@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"github.com/threadcap/threadcap/bpf"
+)
+
+// minKernel is the oldest kernel threadcap supports: tp_btf programs with task storage,
+// CAP_BPF and CAP_PERFMON, memory-mapped arrays.
+var minKernel = [2]int{5, 15}
+
+// checkResult is one line of `threadcap check`: fix is empty when it passed.
+type checkResult struct {
+	name, detail, fix string
+}
+
+// checkCommand is `threadcap check`: one line per requirement, with the fix for each
+// that fails, and a non-zero exit when one does.
+func checkCommand(args []string) int {
+	opts, err := parseFlags("check", args, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return exitCode(err)
+	}
+	cfg, err := opts.load()
+	if err != nil {
+		return exitCode(err)
+	}
+	// Only the report goes to stdout; the loader's own logs would interleave with it.
+	logrus.SetLevel(logrus.ErrorLevel)
+	if !printChecks(os.Stdout, runChecks(&cfg)) {
+		return exitFailure
+	}
+	return 0
+}
+
+func runChecks(cfg *Config) []checkResult {
+	return []checkResult{checkKernel(), checkBTF(), checkCaps(), checkLoad(cfg), checkDir(cfg.Dir), checkSpace(cfg)}
+}
+
+// printChecks writes one line per check and reports whether all passed.
+func printChecks(w io.Writer, results []checkResult) bool {
+	ok := true
+	for _, r := range results {
+		if r.fix == "" {
+			fmt.Fprintf(w, "OK    %-14s %s\n", r.name, r.detail)
+			continue
+		}
+		ok = false
+		fmt.Fprintf(w, "FAIL  %-14s %s\n      fix: %s\n", r.name, r.detail, r.fix)
+	}
+	return ok
+}
+
+func checkKernel() checkResult {
+	r := checkResult{name: "kernel"}
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		r.detail, r.fix = err.Error(), "run threadcap on Linux"
+		return r
+	}
+	release := unix.ByteSliceToString(uts.Release[:])
+	var major, minor int
+	if _, err := fmt.Sscanf(release, "%d.%d", &major, &minor); err != nil {
+		r.detail, r.fix = fmt.Sprintf("cannot read version %q", release), fmt.Sprintf("use Linux %d.%d or newer", minKernel[0], minKernel[1])
+		return r
+	}
+	r.detail = fmt.Sprintf("%s (%d.%d or newer needed)", release, minKernel[0], minKernel[1])
+	if major < minKernel[0] || major == minKernel[0] && minor < minKernel[1] {
+		r.fix = fmt.Sprintf("upgrade to Linux %d.%d or newer", minKernel[0], minKernel[1])
+	}
+	return r
+}
+
+func checkBTF() checkResult {
+	r := checkResult{name: "BTF", detail: bpf.BTFPath}
+	if _, err := os.Stat(bpf.BTFPath); err != nil {
+		r.detail = err.Error()
+		r.fix = "use a kernel built with CONFIG_DEBUG_INFO_BTF=y (the default of most distributions' kernels)"
+	}
+	return r
+}
+
+func checkCaps() checkResult {
+	r := checkResult{name: "capabilities"}
+	caps, err := effectiveCaps()
+	if err != nil {
+		r.detail, r.fix = err.Error(), "mount /proc"
+		return r
+	}
+	missing := missingCaps(caps)
+	switch {
+	case len(missing) > 0:
+		names := make([]string, len(missing))
+		for i, c := range missing {
+			names[i] = c.name
+		}
+		r.detail, r.fix = "missing "+strings.Join(names, " and "), capsFix(missing)
+	case os.Geteuid() == 0 && has(caps, capSysAdmin):
+		r.detail = "root"
+	default:
+		r.detail = "CAP_BPF and CAP_PERFMON"
+		if !has(caps, capSysPtrace) {
+			r.detail += " (without CAP_SYS_PTRACE, rows of other users' processes have no exe, and seeded threads no syscall)"
+		}
+	}
+	return r
+}
+
+// checkLoad loads and attaches the programs as `run` would, then detaches them.
+func checkLoad(cfg *Config) checkResult {
+	r := checkResult{name: "bpf programs"}
+	mode, _ := bpf.ParseSyscallMode(cfg.Syscalls) // checked by Validate
+	t, err := bpf.Open(bpf.Config{Capacity: cfg.Capacity, Syscalls: mode})
+	if err != nil {
+		r.detail = "loading and attaching failed: " + err.Error()
+		r.fix = "see the capabilities and BTF lines above; a verifier log means this kernel rejects the programs: report it with uname -r"
+		return r
+	}
+	r.detail = fmt.Sprintf("loaded and attached (syscalls %s, capacity %d)", mode, t.Capacity())
+	if err := t.Close(); err != nil {
+		r.detail, r.fix = "detaching failed: "+err.Error(), "report it with uname -r"
+	}
+	return r
+}
+
+// checkDir writes a file where the hour files go, or, when the directory does not exist
+// yet, where run will create it.
+func checkDir(dir string) checkResult {
+	r := checkResult{name: "data dir"}
+	where, exists := existingAncestor(dir)
+	f, err := os.CreateTemp(where, ".threadcap-check-*")
+	if err != nil {
+		r.detail = err.Error()
+		r.fix = fmt.Sprintf("make %s writable by threadcap's user, or choose another with --dir or dir:", where)
+		return r
+	}
+	f.Close()
+	os.Remove(f.Name())
+	if exists {
+		r.detail = dir + " is writable"
+		if pid, ok := lockHolder(dir); ok {
+			r.detail += fmt.Sprintf(" (in use by threadcap pid %d)", pid)
+		}
+	} else {
+		r.detail = fmt.Sprintf("%s will be created in %s", dir, where)
+	}
+	return r
+}
+
+// existingAncestor is dir if it exists, else its nearest existing parent.
+func existingAncestor(dir string) (string, bool) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir, false
+	}
+	for p := abs; ; p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			return p, p == abs
+		}
+		if p == filepath.Dir(p) {
+			return p, false
+		}
+	}
+}
+
+// checkSpace fails when writing would pause at once for want of space.
+func checkSpace(cfg *Config) checkResult {
+	r := checkResult{name: "free space"}
+	where, _ := existingAncestor(cfg.Dir)
+	var fs unix.Statfs_t
+	if err := unix.Statfs(where, &fs); err != nil {
+		r.detail, r.fix = err.Error(), "check the file system of the data dir"
+		return r
+	}
+	free := int64(fs.Bavail) * int64(fs.Bsize)
+	floor := int64(cfg.Output.MinFreeBytes)
+	r.detail = fmt.Sprintf("%s free in %s (output.min_free_bytes %s)", humanBytes(free), where, humanBytes(floor))
+	if free <= floor || free == 0 {
+		r.fix = "free space there, lower output.min_free_bytes, or choose another dir"
+	}
+	return r
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+}

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/threadcap/threadcap/bpf"
+	"github.com/threadcap/threadcap/output"
+)
+
+// Config is every setting of threadcap, as the YAML file spells it. It starts from
+// defaultConfig, is overlaid by the file, then by the flags.
+type Config struct {
+	// Dir holds the hour files.
+	Dir string `yaml:"dir"`
+	// Hz is the number of samples a second.
+	Hz       float64 `yaml:"hz"`
+	All      bool    `yaml:"all"`
+	Syscalls string  `yaml:"syscalls"`
+	// Pids, Processes and Cgroups, when set, keep only the threads of matching processes.
+	Pids      []int32      `yaml:"pids"`
+	Processes []string     `yaml:"processes"`
+	Cgroups   []string     `yaml:"cgroups"`
+	Capacity  uint32       `yaml:"capacity"`
+	Log       LogConfig    `yaml:"log"`
+	Output    OutputConfig `yaml:"output"`
+
+	// origins says where a key's value came from ("FILE:LINE" or "--flag"), so that an
+	// error points at what to fix. Keys left at their default are absent.
+	origins map[string]string
+	// undecoded are keys whose value in the file was unreadable: already reported, and
+	// left at their default, so Validate does not report them again.
+	undecoded map[string]bool
+}
+
+// LogConfig is how threadcap logs.
+type LogConfig struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
+}
+
+// OutputConfig is how the hour files are written and kept.
+type OutputConfig struct {
+	Compress      string   `yaml:"compress"`
+	FileMode      FileMode `yaml:"file_mode"`
+	DirMode       FileMode `yaml:"dir_mode"`
+	Group         string   `yaml:"group"`
+	MaxAge        Duration `yaml:"max_age"`
+	MaxBytes      Size     `yaml:"max_bytes"`
+	MinFreeBytes  Size     `yaml:"min_free_bytes"`
+	FsyncInterval Duration `yaml:"fsync_interval"`
+}
+
+// Limits of the settings.
+const (
+	maxHz       = 100
+	minHz       = 1.0 / 3600 // one sample an hour
+	maxCapacity = 1 << 22
+	// maxCommLen is the longest name the kernel keeps for a process (TASK_COMM_LEN - 1): a
+	// longer name in processes could never match.
+	maxCommLen = 15
+)
+
+// defaultDir is where systemd's StateDirectory= puts the service's state, or ./data when
+// threadcap is run by hand.
+func defaultDir() string {
+	if d := os.Getenv("STATE_DIRECTORY"); d != "" {
+		// systemd lists one path per StateDirectory= entry, colon-separated.
+		return strings.Split(d, ":")[0]
+	}
+	return "./data"
+}
+
+// defaultConfig is the configuration when neither file nor flags say otherwise.
+func defaultConfig() Config {
+	return Config{
+		Dir:      defaultDir(),
+		Hz:       1,
+		Syscalls: string(bpf.SyscallsFull),
+		Capacity: bpf.DefaultCapacity,
+		Log:      LogConfig{Level: "info", Format: "text"},
+		Output: OutputConfig{
+			Compress:      output.CompressGzip,
+			FileMode:      FileMode(output.DefaultFileMode),
+			DirMode:       FileMode(output.DefaultDirMode),
+			MaxAge:        Duration(14 * 24 * time.Hour),
+			MinFreeBytes:  Size(1 << 30),
+			FsyncInterval: Duration(10 * time.Second),
+		},
+	}
+}
+
+// Interval is the time between ticks.
+func (c *Config) Interval() time.Duration {
+	return time.Duration(float64(time.Second) / c.Hz)
+}
+
+// setOrigin records where key's value came from; a list's items come with it.
+func (c *Config) setOrigin(key, origin string) {
+	if c.origins == nil {
+		c.origins = map[string]string{}
+	}
+	for k := range c.origins {
+		if strings.HasPrefix(k, key+"[") {
+			delete(c.origins, k)
+		}
+	}
+	c.origins[key] = origin
+}
+
+func (c *Config) setUndecoded(key string) {
+	if c.undecoded == nil {
+		c.undecoded = map[string]bool{}
+	}
+	c.undecoded[key] = true
+}
+
+// origin is where key's value came from; a list item without its own came with the list.
+func (c *Config) origin(key string) (string, bool) {
+	if o, ok := c.origins[key]; ok {
+		return o, true
+	}
+	list, _, isItem := strings.Cut(key, "[")
+	o, ok := c.origins[list]
+	return o, ok && isItem
+}
+
+// keyError names the key, and where its value came from, in front of msg.
+func (c *Config) keyError(key, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	origin, ok := c.origin(key)
+	switch {
+	case !ok:
+		return fmt.Errorf("%s: %s", key, msg)
+	case strings.HasPrefix(origin, "--"):
+		return fmt.Errorf("%s (%s): %s", origin, key, msg)
+	default:
+		return fmt.Errorf("%s: %s: %s", origin, key, msg)
+	}
+}
+
+// collect returns a function that adds an error about key to errs, unless the key's value
+// could not be read at all (that is reported already).
+func (c *Config) collect(errs *[]error) func(key, format string, args ...any) {
+	return func(key, format string, args ...any) {
+		if !c.undecoded[key] {
+			*errs = append(*errs, c.keyError(key, format, args...))
+		}
+	}
+}
+
+// Validate reports every mistake at once, each naming its key and what is allowed.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := c.collect(&errs)
+	if c.Dir == "" {
+		bad("dir", "is empty: give the directory for the hour files")
+	}
+	if !(c.Hz >= minHz && c.Hz <= maxHz) {
+		bad("hz", "%v is out of range: use at most %d samples a second, and at least one an hour (%.6f)", c.Hz, maxHz, minHz)
+	}
+	if _, err := bpf.ParseSyscallMode(c.Syscalls); err != nil {
+		bad("syscalls", "%q is not a mode: use %s or %s", c.Syscalls, bpf.SyscallsFull, bpf.SyscallsPassive)
+	}
+	for i, pid := range c.Pids {
+		if pid <= 0 {
+			bad(fmt.Sprintf("pids[%d]", i), "%d is not a pid: use a positive number", pid)
+		}
+	}
+	for i, name := range c.Processes {
+		if name == "" || len(name) > maxCommLen {
+			bad(fmt.Sprintf("processes[%d]", i), "%q cannot match: a process name (comm) has 1 to %d bytes", name, maxCommLen)
+		}
+	}
+	for i, cg := range c.Cgroups {
+		if !strings.HasPrefix(cg, "/") {
+			bad(fmt.Sprintf("cgroups[%d]", i), "%q is not a cgroup v2 path: start it with /, like /system.slice/mysql.service", cg)
+		}
+	}
+	if c.Capacity == 0 || c.Capacity > maxCapacity {
+		bad("capacity", "%d is out of range: use 1 to %d threads", c.Capacity, maxCapacity)
+	}
+	if _, err := logrus.ParseLevel(c.Log.Level); err != nil {
+		bad("log.level", "%q is not a level: use debug, info, warn or error", c.Log.Level)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		bad("log.format", "%q is not a format: use text or json", c.Log.Format)
+	}
+	errs = append(errs, c.Output.validate(c)...)
+	return errors.Join(errs...)
+}
+
+func (o *OutputConfig) validate(c *Config) []error {
+	var errs []error
+	bad := c.collect(&errs)
+	switch o.Compress {
+	case output.CompressGzip, output.CompressZstd, output.CompressNone:
+	default:
+		bad("output.compress", "%q is not a compression: use %s, %s or %s",
+			o.Compress, output.CompressGzip, output.CompressZstd, output.CompressNone)
+	}
+	// threadcap must still read and write its own files: the owner keeps rw (rwx for dirs).
+	if o.FileMode&0o600 != 0o600 || o.FileMode&^0o777 != 0 {
+		bad("output.file_mode", "%s must be octal permissions giving the owner at least 0600, like 0640", o.FileMode)
+	}
+	if o.DirMode&0o700 != 0o700 || o.DirMode&^0o777 != 0 {
+		bad("output.dir_mode", "%s must be octal permissions giving the owner at least 0700, like 0750", o.DirMode)
+	}
+	if o.Group != "" {
+		if _, err := strconv.ParseUint(o.Group, 10, 32); err != nil {
+			if _, err := user.LookupGroup(o.Group); err != nil {
+				bad("output.group", "no group %q on this machine: create it, use a numeric gid, or leave it empty", o.Group)
+			}
+		}
+	}
+	return errs
+}
+
+// outputConfig is what the writer is opened with.
+func (c *Config) outputConfig(log *logrus.Entry) output.Config {
+	o := c.Output
+	return output.Config{
+		Dir: c.Dir, FileMode: os.FileMode(o.FileMode), DirMode: os.FileMode(o.DirMode), Group: o.Group,
+		Compress: o.Compress, MaxAge: time.Duration(o.MaxAge), MaxBytes: int64(o.MaxBytes),
+		MinFreeBytes: int64(o.MinFreeBytes), FsyncEvery: time.Duration(o.FsyncInterval), Log: log,
+	}
+}
+
+// fields is the effective configuration, flattened for the start-up log line.
+func (c *Config) fields() logrus.Fields {
+	o := c.Output
+	return logrus.Fields{
+		"dir": c.Dir, "hz": c.Hz, "all": c.All, "syscalls": c.Syscalls, "pids": c.Pids,
+		"processes": c.Processes, "cgroups": c.Cgroups, "capacity": c.Capacity,
+		"log.level": c.Log.Level, "log.format": c.Log.Format,
+		"output.compress": o.Compress, "output.file_mode": o.FileMode.String(),
+		"output.dir_mode": o.DirMode.String(), "output.group": o.Group,
+		"output.max_age": o.MaxAge.String(), "output.max_bytes": int64(o.MaxBytes),
+		"output.min_free_bytes": int64(o.MinFreeBytes), "output.fsync_interval": o.FsyncInterval.String(),
+	}
+}

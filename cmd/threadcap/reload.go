@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/sampler"
+)
+
+// restartKeys are the settings a running threadcap cannot change: the kernel side is
+// sized and loaded with them, or the directory is held with them.
+var restartKeys = []string{"dir", "syscalls", "capacity", "output.file_mode", "output.dir_mode", "output.group"}
+
+// daemon is what SIGHUP reconfigures.
+type daemon struct {
+	opts    *options
+	cfg     Config // what runs now
+	sampler *sampler.Sampler
+	writer  *output.Writer
+	log     *logrus.Entry
+}
+
+// reloadOn reloads the config file at each signal, until ctx ends.
+func (d *daemon) reloadOn(ctx context.Context, hup <-chan os.Signal) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			notify(d.log, fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", time.Now().UnixMicro()))
+			d.reload()
+			notify(d.log, "READY=1")
+		}
+	}
+}
+
+// reload applies the file as it is now, under the same flags. A file with mistakes
+// changes nothing.
+func (d *daemon) reload() {
+	next, err := d.opts.load()
+	if err != nil {
+		d.log.WithError(err).Error("config not reloaded: fix it and send SIGHUP again; running on with the previous one")
+		return
+	}
+	changed, restart := diff(&d.cfg, &next)
+	if len(changed) == 0 && len(restart) == 0 {
+		d.log.Info("config reloaded: nothing changed")
+		return
+	}
+	// What needs a restart keeps its running value, so that it is reported until then.
+	next.Dir, next.Syscalls, next.Capacity = d.cfg.Dir, d.cfg.Syscalls, d.cfg.Capacity
+	next.Output.FileMode, next.Output.DirMode, next.Output.Group = d.cfg.Output.FileMode, d.cfg.Output.DirMode, d.cfg.Output.Group
+
+	setupLogging(&next)
+	if err := d.sampler.Reconfigure(sampler.Update{Interval: next.Interval(), Filter: filterOf(&next)}); err != nil {
+		d.log.WithError(err).Error("sampling settings not reloaded")
+		return
+	}
+	o := next.outputConfig(nil)
+	if err := d.writer.SetPolicy(output.Policy{Compress: o.Compress, MaxAge: o.MaxAge, MaxBytes: o.MaxBytes,
+		MinFreeBytes: o.MinFreeBytes, FsyncEvery: o.FsyncEvery}); err != nil {
+		d.log.WithError(err).Error("output settings not reloaded")
+		return
+	}
+	d.cfg = next
+	log := d.log
+	if len(changed) > 0 {
+		log = log.WithField(fieldChanged, changed)
+	}
+	log.Info("config reloaded")
+	if len(restart) > 0 {
+		d.log.WithField(fieldRestart, restart).Warn("these settings changed in the config but take effect only after a restart")
+	}
+}
+
+// diff lists the keys whose values differ between old and next: those applied live, and
+// those that need a restart.
+func diff(old, next *Config) (changed, restart []string) {
+	a, b := old.fields(), next.fields()
+	for key, v := range a {
+		if fmt.Sprint(v) == fmt.Sprint(b[key]) {
+			continue
+		}
+		if slices.Contains(restartKeys, key) {
+			restart = append(restart, key)
+		} else {
+			changed = append(changed, key)
+		}
+	}
+	sort.Strings(changed)
+	sort.Strings(restart)
+	return changed, restart
+}
