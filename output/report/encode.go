@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// jsonReport is the JSON form of a Result; field names match the CSV columns.
+type jsonReport struct {
+	From          time.Time    `json:"from"`
+	To            time.Time    `json:"to"`
+	Files         []string     `json:"files"`
+	Ticks         int64        `json:"ticks"`
+	Rows          int64        `json:"rows"`
+	AvgThreads    float64      `json:"avg_threads"`
+	CPUSeconds    float64      `json:"cpu_seconds"`
+	MalformedRows int64        `json:"malformed_rows"`
+	By            []string     `json:"by,omitempty"`
+	Groups        []jsonGroup  `json:"groups,omitempty"`
+	Other         *jsonGroup   `json:"other,omitempty"`
+	Timeline      []jsonBucket `json:"timeline,omitempty"`
+}
+
+type jsonGroup struct {
+	Values     map[string]string `json:"values,omitempty"`
+	Groups     int               `json:"groups,omitempty"` // in "other" only: how many it sums
+	Rows       int64             `json:"rows"`
+	AvgThreads float64           `json:"avg_threads"`
+	CPUSeconds float64           `json:"cpu_seconds"`
+}
+
+type jsonBucket struct {
+	Start      time.Time          `json:"start"`
+	Ticks      int64              `json:"ticks"`
+	AvgThreads float64            `json:"avg_threads"`
+	States     map[string]float64 `json:"states"` // average threads in each state
+	CPUSeconds float64            `json:"cpu_seconds"`
+}
+
+func renderJSON(w io.Writer, r *Result) error {
+	out := jsonReport{
+		From: r.Window.From, To: r.Window.To, Files: r.Files, Ticks: r.Ticks, Rows: r.Rows,
+		AvgThreads: Average(r.Rows, r.Ticks), CPUSeconds: seconds(r.CPUUs), MalformedRows: r.Malformed,
+	}
+	if r.Step == 0 {
+		out.By = r.By
+		out.Groups = []jsonGroup{}
+		for _, g := range r.Groups {
+			values := map[string]string{}
+			for i, name := range r.By {
+				values[name] = g.Values[i]
+			}
+			out.Groups = append(out.Groups, jsonGroup{Values: values, Rows: g.Rows,
+				AvgThreads: Average(g.Rows, r.Ticks), CPUSeconds: seconds(g.CPUUs)})
+		}
+		if r.Other.Count > 0 {
+			out.Other = &jsonGroup{Groups: r.Other.Count, Rows: r.Other.Rows,
+				AvgThreads: Average(r.Other.Rows, r.Ticks), CPUSeconds: seconds(r.Other.CPUUs)}
+		}
+	}
+	for _, bk := range r.Timeline {
+		states := map[string]float64{}
+		for i, name := range timelineStates {
+			states[name] = Average(bk.Rows[i], bk.Ticks)
+		}
+		out.Timeline = append(out.Timeline, jsonBucket{Start: bk.Start, Ticks: bk.Ticks,
+			AvgThreads: Average(sum(bk.Rows[:]), bk.Ticks), States: states, CPUSeconds: seconds(bk.CPUUs)})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// renderCSV writes one line per group, or per bucket of a timeline. The groups past --top
+// are left out: --top 0 lists them all.
+func renderCSV(w io.Writer, r *Result) error {
+	cw := csv.NewWriter(w)
+	if r.Step > 0 {
+		cw.Write(append(append([]string{"start", "ticks", "avg_threads"}, timelineStates[:]...), "cpu_seconds"))
+		for _, bk := range r.Timeline {
+			line := []string{bk.Start.Format(time.RFC3339), strconv.FormatInt(bk.Ticks, 10),
+				number(Average(sum(bk.Rows[:]), bk.Ticks))}
+			for _, n := range bk.Rows {
+				line = append(line, number(Average(n, bk.Ticks)))
+			}
+			cw.Write(append(line, number(seconds(bk.CPUUs))))
+		}
+	} else {
+		cw.Write(append(append([]string{}, r.By...), "avg_threads", "cpu_seconds", "rows"))
+		for _, g := range r.Groups {
+			line := make([]string, 0, len(g.Values)+3)
+			for _, v := range g.Values {
+				line = append(line, formulaGuard(v))
+			}
+			cw.Write(append(line, number(Average(g.Rows, r.Ticks)),
+				number(seconds(g.CPUUs)), strconv.FormatInt(g.Rows, 10)))
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// formulaGuard applies the rule of the hour files (see output.AppendCSV) to a value: one
+// starting with = + - @ tab CR or ' gets a leading ', so that a spreadsheet opening the
+// report shows a process named "=cmd" instead of running it.
+func formulaGuard(v string) string {
+	if v != "" && strings.ContainsRune("=+-@\t\r'", rune(v[0])) {
+		return "'" + v
+	}
+	return v
+}
+
+func number(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package report
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+)
+
+// layout is where, in one file's records, the columns a query needs are. Files are read by
+// header name, so a column added at the end by a later schema never moves the others, and
+// a column an older file lacks (index -1) reads as empty.
+type layout struct {
+	fields             int // per record
+	time, state, onCPU int
+	by                 []int
+	byText             []bool
+	where              []matcher
+}
+
+// matcher is the --where matches on one column: any of values will do.
+type matcher struct {
+	column string
+	idx    int
+	text   bool
+	values [][]byte
+}
+
+func (m matcher) matches(fields [][]byte) bool {
+	v := value(fields, m.idx, m.text)
+	for _, want := range m.values {
+		if bytes.Equal(v, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// layoutOf finds the query's columns in a file's header.
+func (s *scan) layoutOf(header [][]byte) (layout, error) {
+	names := make([]string, len(header))
+	for i, h := range header {
+		names[i] = string(h)
+	}
+	l := layout{
+		fields: len(header),
+		time:   slices.Index(names, colTime),
+		state:  slices.Index(names, colState),
+		onCPU:  slices.Index(names, colOnCPU),
+	}
+	if l.time < 0 {
+		return l, errors.New("not a threadcap hour file: its header has no sample_time column")
+	}
+	for _, c := range s.q.By {
+		l.by = append(l.by, slices.Index(names, c))
+		l.byText = append(l.byText, textColumns[c])
+	}
+	for _, m := range s.q.Where {
+		i := slices.IndexFunc(l.where, func(w matcher) bool { return w.column == m.Column })
+		if i < 0 {
+			l.where = append(l.where, matcher{column: m.Column, idx: slices.Index(names, m.Column), text: textColumns[m.Column]})
+			i = len(l.where) - 1
+		}
+		l.where[i].values = append(l.where[i].values, []byte(m.Value))
+	}
+	return l, nil
+}
+
+// value is field idx of a record as its writer meant it: empty when the file has no such
+// column, and without the leading ' that guards text against spreadsheet formulas.
+func value(fields [][]byte, idx int, text bool) []byte {
+	if idx < 0 {
+		return nil
+	}
+	v := fields[idx]
+	if text && len(v) > 0 && v[0] == '\'' {
+		return v[1:]
+	}
+	return v
+}

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Output formats.
+const (
+	FormatTable = "table" // for people: fits a 100-column terminal
+	FormatCSV   = "csv"   // for spreadsheets and scripts
+	FormatJSON  = "json"  // for scripts and tests
+)
+
+// ParseFormat checks a --format flag.
+func ParseFormat(s string) (string, error) {
+	switch s {
+	case FormatTable, FormatCSV, FormatJSON:
+		return s, nil
+	}
+	return "", fmt.Errorf("--format %q: use table, csv or json", s)
+}
+
+// Render writes r in format.
+func Render(w io.Writer, r *Result, format string) error {
+	switch format {
+	case FormatCSV:
+		return renderCSV(w, r)
+	case FormatJSON:
+		return renderJSON(w, r)
+	}
+	var b strings.Builder
+	writeSummary(&b, r)
+	if r.Step > 0 {
+		writeTimeline(&b, r)
+	} else {
+		writeBreakdown(&b, r)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Table geometry: every line fits tableWidth columns.
+const (
+	tableWidth = 100
+	minBar     = 10
+	numWidth   = 9 // an average or CPU seconds
+)
+
+const summaryLayout = "2006-01-02 15:04:05 -07:00"
+
+func writeSummary(b *strings.Builder, r *Result) {
+	fmt.Fprintf(b, "%s to %s (%s)\n", r.Window.From.Format(summaryLayout), r.Window.To.Format(summaryLayout),
+		r.Window.Duration().Round(time.Second))
+	files := "files"
+	if len(r.Files) == 1 {
+		files = "file"
+	}
+	fmt.Fprintf(b, "%d ticks, %d rows from %d %s: %.2f threads per tick on average, %.2f CPU seconds\n",
+		r.Ticks, r.Rows, len(r.Files), files, Average(r.Rows, r.Ticks), seconds(r.CPUUs))
+	if r.Malformed > 0 {
+		fmt.Fprintf(b, "skipped %d malformed rows\n", r.Malformed)
+	}
+	b.WriteString("\n")
+}
+
+func seconds(us int64) float64 { return float64(us) / 1e6 }
+
+// writeBreakdown lists the groups with their average active threads, CPU seconds and a bar
+// proportional to the average.
+func writeBreakdown(b *strings.Builder, r *Result) {
+	widths := make([]int, len(r.By))
+	for i, name := range r.By {
+		widths[i] = len(name)
+		for _, g := range r.Groups {
+			widths[i] = max(widths[i], utf8.RuneCountInString(display(g.Values[i])))
+		}
+	}
+	fit(widths, tableWidth-2*numWidth-minBar-2*(len(widths)+2))
+	used := 0
+	for i, name := range r.By {
+		b.WriteString(pad(strings.ToUpper(name), widths[i]) + "  ")
+		used += widths[i] + 2
+	}
+	fmt.Fprintf(b, "%*s  %*s\n", numWidth, "THREADS", numWidth, "CPU S")
+	barWidth := tableWidth - used - 2*numWidth - 6
+	var top int64
+	for _, g := range r.Groups {
+		top = max(top, g.Rows)
+	}
+	for _, g := range r.Groups {
+		for i, v := range g.Values {
+			b.WriteString(pad(display(v), widths[i]) + "  ")
+		}
+		fmt.Fprintf(b, "%*.2f  %*.2f  %s\n", numWidth, Average(g.Rows, r.Ticks), numWidth, seconds(g.CPUUs),
+			strings.Repeat("█", scaled(float64(g.Rows), float64(top), barWidth)))
+	}
+	if r.Other.Count > 0 {
+		label := fmt.Sprintf("(%d more groups)", r.Other.Count)
+		fmt.Fprintf(b, "%-*s%*.2f  %*.2f\n", used, label, numWidth, Average(r.Other.Rows, r.Ticks),
+			numWidth, seconds(r.Other.CPUUs))
+	}
+}
+
+// timelineColumns are the states a table timeline shows apart; the others are summed.
+var timelineColumns = []struct {
+	header string
+	mark   string
+}{{"ON_CPU", "C"}, {"RUNNABLE", "R"}, {"D_STATE", "D"}, {"SLEEPING", "S"}, {"OTHER", "o"}}
+
+// writeTimeline shows, per bucket, the average active threads split by state, with a bar
+// stacked by state: C on CPU, R runnable, D uninterruptible, S sleeping, o the rest.
+func writeTimeline(b *strings.Builder, r *Result) {
+	layout := "15:04"
+	if r.Step < time.Minute {
+		layout = "15:04:05"
+	}
+	if r.Window.From.YearDay() != r.Window.To.Add(-time.Nanosecond).YearDay() {
+		layout = "01-02 " + layout
+	}
+	timeWidth := len(layout)
+	fmt.Fprintf(b, "%-*s  %8s", timeWidth, "TIME", "THREADS")
+	for _, c := range timelineColumns {
+		fmt.Fprintf(b, " %8s", c.header)
+	}
+	fmt.Fprintf(b, "  %8s\n", "CPU S")
+	barWidth := tableWidth - timeWidth - 2 - 8 - 9*len(timelineColumns) - 10 - 2
+	var top float64
+	for _, bk := range r.Timeline {
+		top = max(top, Average(sum(bk.Rows[:]), bk.Ticks))
+	}
+	for _, bk := range r.Timeline {
+		cols := timelineCounts(bk)
+		fmt.Fprintf(b, "%-*s  %8.2f", timeWidth, bk.Start.Format(layout), Average(sum(cols), bk.Ticks))
+		for _, n := range cols {
+			fmt.Fprintf(b, " %8.2f", Average(n, bk.Ticks))
+		}
+		fmt.Fprintf(b, "  %8.2f  ", seconds(bk.CPUUs))
+		var acc int64
+		for i, n := range cols {
+			from := scaled(Average(acc, bk.Ticks), top, barWidth)
+			acc += n
+			b.WriteString(strings.Repeat(timelineColumns[i].mark, scaled(Average(acc, bk.Ticks), top, barWidth)-from))
+		}
+		b.WriteString("\n")
+	}
+}
+
+// timelineCounts folds a bucket's rows into timelineColumns.
+func timelineCounts(bk Bucket) []int64 {
+	cols := make([]int64, len(timelineColumns))
+	// TimelineStates starts with the states shown apart, in the same order.
+	copy(cols, bk.Rows[:len(cols)-1])
+	cols[len(cols)-1] = sum(bk.Rows[len(cols)-1:])
+	return cols
+}
+
+func sum(v []int64) int64 {
+	var s int64
+	for _, n := range v {
+		s += n
+	}
+	return s
+}
+
+// scaled is v's share of top in a bar of width characters.
+func scaled(v, top float64, width int) int {
+	if top <= 0 {
+		return 0
+	}
+	return int(v/top*float64(width) + 0.5)
+}
+
+// fit narrows the widest columns until all of them, two spaces after each, take at most
+// room; values are then cut with an ellipsis.
+func fit(widths []int, room int) {
+	for {
+		total, widest := 0, 0
+		for i, w := range widths {
+			total += w + 2
+			if w > widths[widest] {
+				widest = i
+			}
+		}
+		if total <= room || widths[widest] <= 6 {
+			return
+		}
+		widths[widest]--
+	}
+}
+
+// display is how a value shows in a table: an empty one (no syscall, unknown) as "-".
+func display(v string) string {
+	if v == "" {
+		return "-"
+	}
+	return v
+}
+
+// pad cuts or pads s to exactly width runes.
+func pad(s string, width int) string {
+	n := utf8.RuneCountInString(s)
+	if n > width {
+		r := []rune(s)
+		return string(r[:width-1]) + "…"
+	}
+	return s + strings.Repeat(" ", width-n)
+}

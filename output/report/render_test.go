@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/threadcap/threadcap/output"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from what it renders now (go test -update rewrites it):\n%s", path, got)
+	}
+}
+
+// render runs q on the fixture ticks and renders the result in Paris time.
+func render(t *testing.T, q Query, format string) []byte {
+	t.Helper()
+	dir := writeTicks(t, start.Add(-90*time.Second), 180, output.CompressNone)
+	q.Window = Window{From: start.Add(-90 * time.Second).In(paris), To: start.Add(90 * time.Second).In(paris)}
+	r, err := Run(dir, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Files = []string{"threadcap_samples_2026-11-21T13Z.csv", "threadcap_samples_2026-11-21T14Z.csv"}
+	var b bytes.Buffer
+	if err := Render(&b, r, format); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestRenderTable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		q    Query
+	}{
+		{"breakdown.golden", Query{By: []string{"state", "syscall"}}},
+		{"top.golden", Query{By: []string{"process", "exe", "state"}, Top: 2}},
+		{"timeline.golden", Query{Step: StepMinute}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := render(t, tc.q, FormatTable)
+			for _, line := range strings.Split(string(got), "\n") {
+				if n := utf8.RuneCountInString(line); n > tableWidth {
+					t.Errorf("a line is %d columns wide, more than %d: %q", n, tableWidth, line)
+				}
+			}
+			golden(t, tc.name, got)
+		})
+	}
+}
+
+func TestRenderCSV(t *testing.T) {
+	golden(t, "breakdown.csv", render(t, Query{By: []string{"process", "state"}, Top: 2}, FormatCSV))
+	golden(t, "timeline.csv", render(t, Query{Step: StepMinute}, FormatCSV))
+}
+
+// TestRenderJSON checks the fields scripts read.
+func TestRenderJSON(t *testing.T) {
+	var got struct {
+		Ticks      int64
+		AvgThreads float64 `json:"avg_threads"`
+		Groups     []struct {
+			Values     map[string]string
+			AvgThreads float64 `json:"avg_threads"`
+			CPUSeconds float64 `json:"cpu_seconds"`
+		}
+		Other struct{ Groups int }
+	}
+	out := render(t, Query{By: []string{"process", "state"}, Top: 2}, FormatJSON)
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v in\n%s", err, out)
+	}
+	top := got.Groups[0]
+	if got.Ticks != 180 || got.AvgThreads != 2.5 || len(got.Groups) != 2 || got.Other.Groups != 1 ||
+		top.Values["process"] != "spin" || top.Values["state"] != "on_cpu" || top.AvgThreads != 1 || top.CPUSeconds != 180 {
+		t.Errorf("unexpected report:\n%s", out)
+	}
+}

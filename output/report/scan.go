@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package report
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/threadcap/threadcap/state"
+)
+
+// Result is a report's answer.
+type Result struct {
+	Window Window
+	Files  []string
+	// Ticks is how many distinct tick times fall in the window, counted over every row,
+	// before the filter: a filtered process's average is over all the window's ticks, not
+	// only those it had rows at. A tick at which no thread at all had a row is not seen.
+	Ticks int64
+	Rows  int64 // rows in the window that passed the filter
+	CPUUs int64 // their on_cpu_us, summed
+	// Malformed counts rows skipped because they are not valid CSV, have the wrong number
+	// of fields, or an unreadable time or number.
+	Malformed int64
+	By        []string
+	Groups    []Group // the Top groups, most active first
+	Other     Group   // the groups past Top, summed; Other.Count says how many
+	Step      time.Duration
+	Timeline  []Bucket // in time order, when Step is set
+}
+
+// Group is the rows that share the values of the By columns.
+type Group struct {
+	Values []string // one per By column
+	Rows   int64
+	CPUUs  int64
+	Count  int // in Result.Other, how many groups it sums; 1 otherwise
+}
+
+// Bucket is a slice of the timeline.
+type Bucket struct {
+	Start time.Time
+	Ticks int64
+	// Rows counts the rows by state, in the order of TimelineStates.
+	Rows  [len(timelineStates)]int64
+	CPUUs int64
+}
+
+// timelineStates are the states a timeline splits rows by; anything else counts as other.
+var timelineStates = [...]string{
+	state.OnCPU.String(), state.Runnable.String(), state.Uninterruptible.String(),
+	state.Sleeping.String(), state.Stopped.String(), state.Dead.String(), "other",
+}
+
+// TimelineStates names the entries of Bucket.Rows.
+func TimelineStates() []string { return timelineStates[:] }
+
+// Average is how many threads were, on average over ticks, in the rows counted by rows.
+func Average(rows, ticks int64) float64 {
+	if ticks == 0 {
+		return 0
+	}
+	return float64(rows) / float64(ticks)
+}
+
+// Run answers q from the hour files in dir, reading only those that overlap the window.
+func Run(dir string, q Query) (*Result, error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	files, err := FilesFor(dir, q.Window)
+	if err != nil {
+		return nil, err
+	}
+	s := newScan(q)
+	for _, f := range files {
+		if err := s.file(f.Path); err != nil {
+			return nil, err
+		}
+	}
+	return s.result(files), nil
+}
+
+// scan holds the running sums of one report.
+type scan struct {
+	q         Query
+	res       Result
+	groups    map[string]*Group
+	buckets   map[int64]*Bucket
+	key       []byte
+	lastRaw   []byte    // the last sample_time field parsed, as written
+	lastTime  time.Time // and its value
+	lastTick  time.Time // the last tick counted
+	lastValid bool
+}
+
+func newScan(q Query) *scan {
+	return &scan{q: q, groups: map[string]*Group{}, buckets: map[int64]*Bucket{}}
+}
+
+// file streams one hour file into the sums.
+func (s *scan) file(path string) error {
+	rc, err := openHourFile(path)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	rr := newRecordReader(rc)
+	header, err := rr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil // created, nothing written yet
+	}
+	if err != nil {
+		return fmt.Errorf("reading the header of %s: %w", path, err)
+	}
+	l, err := s.layoutOf(header)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for {
+		fields, err := rr.Read()
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, ErrBareQuote) || errors.Is(err, ErrQuote):
+			s.res.Malformed++
+			continue
+		case err != nil:
+			return fmt.Errorf("reading %s at line %d: %w", path, rr.Line(), err)
+		}
+		if len(fields) != l.fields || !s.row(&l, fields) {
+			s.res.Malformed++
+		}
+	}
+}
+
+// row adds one record; false when it is malformed.
+func (s *scan) row(l *layout, fields [][]byte) bool {
+	raw := fields[l.time]
+	if !s.lastValid || !bytes.Equal(raw, s.lastRaw) {
+		t, err := time.Parse(time.RFC3339Nano, string(raw))
+		if err != nil {
+			return false
+		}
+		s.lastRaw, s.lastTime, s.lastValid = append(s.lastRaw[:0], raw...), t, true
+	}
+	t := s.lastTime
+	if !s.q.Window.Contains(t) {
+		return true
+	}
+	var b *Bucket
+	if s.q.Step > 0 {
+		b = s.bucket(t)
+	}
+	// A tick's rows are written together, so a new time is a new tick.
+	if !t.Equal(s.lastTick) {
+		s.lastTick = t
+		s.res.Ticks++
+		if b != nil {
+			b.Ticks++
+		}
+	}
+	for _, m := range l.where {
+		if !m.matches(fields) {
+			return true
+		}
+	}
+	cpu, ok := atoi(value(fields, l.onCPU, false))
+	if !ok {
+		return false
+	}
+	s.res.Rows++
+	s.res.CPUUs += cpu
+	if b != nil {
+		b.Rows[stateIndex(value(fields, l.state, false))]++
+		b.CPUUs += cpu
+		return true
+	}
+	s.key = s.key[:0]
+	for i, idx := range l.by {
+		// NUL separates values: output.AppendCSV never writes one.
+		s.key = append(append(s.key, value(fields, idx, l.byText[i])...), 0)
+	}
+	g := s.groups[string(s.key)]
+	if g == nil {
+		g = &Group{Values: make([]string, len(l.by)), Count: 1}
+		for i, idx := range l.by {
+			g.Values[i] = string(value(fields, idx, l.byText[i]))
+		}
+		s.groups[string(s.key)] = g
+	}
+	g.Rows++
+	g.CPUUs += cpu
+	return true
+}
+
+func (s *scan) bucket(t time.Time) *Bucket {
+	start := t.Truncate(s.q.Step)
+	b := s.buckets[start.UnixNano()]
+	if b == nil {
+		// Shown in the zone the window was given in, whatever offset the file was written with.
+		b = &Bucket{Start: start.In(s.q.Window.From.Location())}
+		s.buckets[start.UnixNano()] = b
+	}
+	return b
+}
+
+func stateIndex(v []byte) int {
+	for i, name := range timelineStates[:len(timelineStates)-1] {
+		if string(v) == name {
+			return i
+		}
+	}
+	return len(timelineStates) - 1
+}
+
+// atoi reads a decimal integer field; an empty field (unknown) is 0.
+func atoi(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+		if len(b) == 0 {
+			return 0, false
+		}
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' || n > (1<<63-1)/10-1 {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// result sorts the groups and buckets.
+func (s *scan) result(files []HourFile) *Result {
+	r := s.res
+	r.Window, r.By, r.Step = s.q.Window, s.q.By, s.q.Step
+	for _, f := range files {
+		r.Files = append(r.Files, f.Path)
+	}
+	for _, g := range s.groups {
+		r.Groups = append(r.Groups, *g)
+	}
+	slices.SortFunc(r.Groups, func(a, b Group) int {
+		return cmp.Or(cmp.Compare(b.Rows, a.Rows), cmp.Compare(b.CPUUs, a.CPUUs),
+			slices.Compare(a.Values, b.Values))
+	})
+	if s.q.Top > 0 && len(r.Groups) > s.q.Top {
+		for _, g := range r.Groups[s.q.Top:] {
+			r.Other.Rows += g.Rows
+			r.Other.CPUUs += g.CPUUs
+			r.Other.Count++
+		}
+		r.Groups = r.Groups[:s.q.Top]
+	}
+	for _, b := range s.buckets {
+		r.Timeline = append(r.Timeline, *b)
+	}
+	slices.SortFunc(r.Timeline, func(a, b Bucket) int { return a.Start.Compare(b.Start) })
+	return &r
+}

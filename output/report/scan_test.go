@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package report
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/state"
+)
+
+// start is the first tick of the fixtures: 14:00 UTC, 15:00 in Paris.
+var start = time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
+
+// thread returns a row for the fixture threads.
+func thread(tick time.Time, pid int32, process string, st state.State, syscall string, onCPUUs int64) state.Sample {
+	s := state.Sample{
+		Time: tick, Pid: pid, Tid: pid, Process: process, Thread: process, User: "root", State: st,
+		StateUs: 1000, Syscall: syscall, SyscallUs: state.Unknown, SyscallCPUUs: state.Unknown, CPU: 0,
+		Voluntary: 1, Involuntary: 0, Exe: "/usr/bin/" + process,
+	}
+	s.StateTimeUs[state.OnCPU] = onCPUUs
+	if syscall != "" {
+		s.SyscallUs = 1000
+	}
+	return s
+}
+
+// tickRows is one tick of the fixture: a spinner always on CPU, a shell always asleep in
+// wait4, and a database thread in D state in pread64 at every other tick.
+func tickRows(tick time.Time, i int) []state.Sample {
+	rows := []state.Sample{
+		thread(tick, 100, "spin", state.OnCPU, "", 1_000_000),
+		thread(tick, 200, "-bash", state.Sleeping, "wait4", 0),
+	}
+	if i%2 == 0 {
+		rows = append(rows, thread(tick, 300, "mysqld", state.Uninterruptible, "pread64", 2_000))
+	}
+	return rows
+}
+
+// writeTicks writes n one-second ticks from first with output.Writer, compressing closed
+// hours with compress, and returns the directory once the files named in compressed exist.
+func writeTicks(t *testing.T, first time.Time, n int, compress string, compressed ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	var clock atomic.Int64 // read by the writer's background work
+	clock.Store(first.UnixNano())
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	w, err := output.New(output.Config{Dir: dir, Compress: compress, Clock: func() time.Time { return time.Unix(0, clock.Load()) },
+		Log: logrus.NewEntry(log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		tick := first.Add(time.Duration(i) * time.Second)
+		clock.Store(tick.UnixNano())
+		if err := w.Write(tick, tickRows(tick, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range compressed {
+		waitFor(t, filepath.Join(dir, name))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func query(by string, where ...string) Query {
+	q := Query{Window: Window{From: start, To: start.Add(time.Hour)}, By: strings.Split(by, ",")}
+	for _, w := range where {
+		m, _ := ParseMatch(w)
+		q.Where = append(q.Where, m)
+	}
+	return q
+}
+
+// summary is a group as a test states it.
+type summary struct {
+	values string
+	avg    float64
+	cpuS   float64
+}
+
+func summarize(r *Result) []summary {
+	var out []summary
+	for _, g := range r.Groups {
+		out = append(out, summary{strings.Join(g.Values, "/"), Average(g.Rows, r.Ticks), seconds(g.CPUUs)})
+	}
+	return out
+}
+
+func TestBreakdown(t *testing.T) {
+	dir := writeTicks(t, start, 10, output.CompressNone)
+	for _, tc := range []struct {
+		name string
+		q    Query
+		want []summary
+	}{
+		{"by state and syscall", query("state,syscall"), []summary{
+			{"on_cpu/", 1, 10}, {"sleeping/wait4", 1, 0}, {"uninterruptible/pread64", 0.5, 0.01}}},
+		// The formula guard the file has ('-bash) is not what the user types or sees.
+		{"where a guarded name", query("process,state", "process=-bash"), []summary{{"-bash/sleeping", 1, 0}}},
+		// Two values for one column are alternatives; another column narrows further.
+		{"where pid or pid, and state", query("pid", "pid=100", "pid=300", "state=uninterruptible"),
+			[]summary{{"300", 0.5, 0.01}}},
+		{"by a column the rows leave empty", query("wchan"), []summary{{"", 2.5, 10.01}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Run(dir, tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Ticks != 10 {
+				t.Errorf("%d ticks, want 10", r.Ticks)
+			}
+			if got := summarize(r); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("groups %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWindowAndTop(t *testing.T) {
+	dir := writeTicks(t, start, 10, output.CompressNone)
+	q := query("pid")
+	q.Window = Window{From: start.Add(3 * time.Second), To: start.Add(6 * time.Second)}
+	q.Top = 1
+	r, err := Run(dir, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ticks 3, 4 and 5: the end is not in the window. The D-state thread is at tick 4 only.
+	if r.Ticks != 3 || r.Rows != 7 || r.CPUUs != 3_002_000 {
+		t.Errorf("%d ticks, %d rows, %d µs on CPU; want 3, 7, 3002000", r.Ticks, r.Rows, r.CPUUs)
+	}
+	want := []summary{{"100", 1, 3}}
+	if got := summarize(r); !reflect.DeepEqual(got, want) {
+		t.Errorf("top group %v, want %v", got, want)
+	}
+	if r.Other.Count != 2 || r.Other.Rows != 4 {
+		t.Errorf("other: %d groups, %d rows; want 2 groups, 4 rows", r.Other.Count, r.Other.Rows)
+	}
+}
+
+func TestTimeline(t *testing.T) {
+	dir := writeTicks(t, start.Add(-90*time.Second), 180, output.CompressNone)
+	q := Query{Window: Window{From: start.Add(-90 * time.Second), To: start.Add(90 * time.Second)}, Step: StepMinute}
+	r, err := Run(dir, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Timeline) != 4 {
+		t.Fatalf("%d buckets, want 4 (13:58:30 is cut, then 13:59, 14:00, 14:01)", len(r.Timeline))
+	}
+	for _, b := range r.Timeline {
+		onCPU, sleeping, d := Average(b.Rows[0], b.Ticks), Average(b.Rows[3], b.Ticks), Average(b.Rows[2], b.Ticks)
+		if onCPU != 1 || sleeping != 1 || d != 0.5 {
+			t.Errorf("%v: %.2f on CPU, %.2f sleeping, %.2f in D; want 1, 1, 0.5", b.Start, onCPU, sleeping, d)
+		}
+	}
+	if r.Timeline[1].Ticks != 60 || !r.Timeline[1].Start.Equal(start.Add(-time.Minute)) {
+		t.Errorf("second bucket starts %v with %d ticks, want 13:59 with 60", r.Timeline[1].Start, r.Timeline[1].Ticks)
+	}
+}
+
+// TestReadsOnlyTheHoursOfTheWindow reads across closed (compressed) and current hours.
+func TestReadsOnlyTheHoursOfTheWindow(t *testing.T) {
+	for _, compress := range []string{output.CompressGzip, output.CompressZstd} {
+		t.Run(compress, func(t *testing.T) {
+			// Ticks every second from 13:59:50 to 15:00:09: three hours, two of them closed.
+			suffix := map[string]string{output.CompressGzip: ".csv.gz", output.CompressZstd: ".csv.zst"}[compress]
+			dir := writeTicks(t, start.Add(-10*time.Second), 3620, compress,
+				"threadcap_samples_2026-11-21T13Z"+suffix, "threadcap_samples_2026-11-21T14Z"+suffix)
+			q := query("state")
+			q.Window = Window{From: start.Add(-5 * time.Second), To: start.Add(5 * time.Second)}
+			r, err := Run(dir, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{filepath.Join(dir, "threadcap_samples_2026-11-21T13Z"+suffix),
+				filepath.Join(dir, "threadcap_samples_2026-11-21T14Z"+suffix)}
+			if !reflect.DeepEqual(r.Files, want) {
+				t.Errorf("read %v, want %v", r.Files, want)
+			}
+			if r.Ticks != 10 {
+				t.Errorf("%d ticks, want 10", r.Ticks)
+			}
+			q.Window = Window{From: start.Add(time.Hour), To: start.Add(2 * time.Hour)}
+			if r, err = Run(dir, q); err != nil || r.Ticks != 10 || len(r.Files) != 1 {
+				t.Errorf("the current hour: %v, %v; want its 10 ticks from one file", r, err)
+			}
+		})
+	}
+}
+
+// TestHeaderByName reads a file whose columns are in another order, with one it does not
+// know and without one it wants, with a row still being written and a broken one.
+func TestHeaderByName(t *testing.T) {
+	dir := t.TempDir()
+	content := "future_column,state,sample_time,pid\n" +
+		"x,on_cpu,2026-11-21T15:00:00.000000+01:00,7\n" +
+		"\"y,z\",on_cpu,2026-11-21T15:00:01.000000+01:00,7\n" +
+		"x,on_cpu,2026-11-21T15:00:02.000000+01:00\n" + // a field short
+		"x,on_cpu,2026-11-21T15:00:03.000000+01:00,7\n" +
+		"x,on_cpu,2026-11-21T15:00:04.0000"
+	if err := os.WriteFile(filepath.Join(dir, "threadcap_samples_2026-11-21T14Z.csv"), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(dir, query("pid,state,user"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []summary{{"7/on_cpu/", 1, 0}}
+	if got := summarize(r); !reflect.DeepEqual(got, want) || r.Ticks != 3 || r.Malformed != 1 {
+		t.Errorf("groups %v over %d ticks, %d malformed; want %v over 3 ticks, 1 malformed", got, r.Ticks, r.Malformed, want)
+	}
+}
+
+func TestQueryMistakes(t *testing.T) {
+	dir := writeTicks(t, start, 2, output.CompressNone)
+	for _, tc := range []struct {
+		q    Query
+		want string
+	}{
+		{query("proces"), `there is no column "proces"`},
+		{query("pid", "stat=on_cpu"), `there is no column "stat"`},
+		{query("pid,pid"), "--by names pid twice"},
+		{Query{Window: Window{From: start, To: start.Add(time.Hour)}}, "--by names no column"},
+		{Query{Window: Window{From: start.Add(2 * time.Hour), To: start.Add(3 * time.Hour)}, By: []string{"pid"}},
+			"no hour file in " + dir + " covers"},
+	} {
+		if _, err := Run(dir, tc.q); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Run(%+v) error %v, want one saying %q", tc.q, err, tc.want)
+		}
+	}
+	if _, err := Run(t.TempDir(), query("pid")); err == nil || !strings.Contains(err.Error(), "no threadcap hour files") {
+		t.Errorf("an empty dir gives %v, want an error saying there are no hour files", err)
+	}
+}
+
+// waitFor waits for the writer's background compression to produce path. The limit only
+// stops a broken build from hanging.
+func waitFor(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s never appeared", path)
+}
