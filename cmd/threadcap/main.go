@@ -18,6 +18,7 @@ Usage:
   threadcap run [flags]    sample until SIGINT or SIGTERM (needs root, or CAP_BPF and CAP_PERFMON);
                            SIGHUP reloads the config file
   threadcap check [flags]  tell whether this kernel and these privileges can run threadcap
+  threadcap report [flags] what threads were doing in a time window, from the files (no root needed)
   threadcap version        print the version
 
 Settings come from defaults, then the config file (` + defaultConfigPath + `
@@ -42,6 +43,8 @@ func main() {
 		os.Exit(runCommand(args))
 	case "check":
 		os.Exit(checkCommand(args))
+	case "report":
+		os.Exit(reportCommand(args))
 	case "version":
 		fmt.Println("threadcap", version())
 	case "-h", "-help", "--help", "help":
