@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -261,4 +262,43 @@ func waitFor(t *testing.T, path string) {
 		}
 	}
 	t.Fatalf("%s never appeared", path)
+}
+
+// TestStreams checks that memory does not grow with rows: ten times the rows over the same
+// ticks and groups allocate no more.
+func TestStreams(t *testing.T) {
+	allocated := func(rowsPerTick int) (bytes, mallocs uint64) {
+		dir := t.TempDir()
+		log := logrus.New()
+		log.SetOutput(io.Discard)
+		w, err := output.New(output.Config{Dir: dir, Compress: output.CompressNone, Log: logrus.NewEntry(log),
+			Clock: func() time.Time { return start }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 600 {
+			tick := start.Add(time.Duration(i) * 100 * time.Millisecond)
+			if err := w.Write(tick, busyTick(tick, rowsPerTick)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		q := query("process,state,syscall")
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		r, err := Run(dir, q)
+		runtime.ReadMemStats(&after)
+		if err != nil || r.Rows != int64(600*rowsPerTick) || len(r.Groups) != 8 {
+			t.Fatalf("%d rows per tick: %v rows in %d groups (%v); want %d in 8", rowsPerTick, r.Rows, len(r.Groups), err, 600*rowsPerTick)
+		}
+		return after.TotalAlloc - before.TotalAlloc, after.Mallocs - before.Mallocs
+	}
+	smallBytes, smallMallocs := allocated(8)
+	bigBytes, bigMallocs := allocated(80)
+	if bigBytes > smallBytes+64<<10 || bigMallocs > smallMallocs+100 {
+		t.Errorf("48000 rows allocate %d bytes in %d mallocs, 4800 rows %d bytes in %d: memory grows with rows",
+			bigBytes, bigMallocs, smallBytes, smallMallocs)
+	}
 }
