@@ -101,6 +101,8 @@ func (r *Record) Thread(t *state.Thread) {
 		StartNs:        r.StartNs,
 		ExecGen:        r.ExecGen,
 		CgroupID:       r.CgroupId,
+		KernelStack:    r.Kstack,
+		UserStack:      r.Ustack,
 	}
 }
 
@@ -153,6 +155,9 @@ type Counters struct {
 	LostUpdates uint64
 	// UntrackedThreads counts threads refused a record because the array was full.
 	UntrackedThreads uint64
+	// LostStacks counts stacks not captured because their bucket in the stack map held
+	// another stack.
+	LostStacks uint64
 }
 
 // Counters sums the per-CPU counters.
@@ -173,6 +178,9 @@ func (t *Tracker) Counters() (Counters, error) {
 	if c.LostUpdates, err = read(threadcapTcCounterTC_LOST_UPDATES); err != nil {
 		return c, err
 	}
-	c.UntrackedThreads, err = read(threadcapTcCounterTC_UNTRACKED_THREADS)
+	if c.UntrackedThreads, err = read(threadcapTcCounterTC_UNTRACKED_THREADS); err != nil {
+		return c, err
+	}
+	c.LostStacks, err = read(threadcapTcCounterTC_LOST_STACKS)
 	return c, err
 }

@@ -27,6 +27,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by the loader before the programs are loaded. */
 volatile const __u32 capacity = 1;       /* = max_entries of records */
 volatile const __u8 passive_syscalls = 0; /* no raw_syscalls hooks: read saved registers */
+volatile const __u8 stack_states = 0; /* bit 1 << state: capture stacks on switching out to it */
+volatile const __u8 user_stacks = 0;  /* capture the user stack too (frame-pointer walk) */
 
 /* Slots handed out so far, never given back: the high-water mark of the array. */
 __u64 slots_used = 0;
@@ -46,6 +48,19 @@ struct {
 	__type(value, __u32);
 	__uint(max_entries, 1);
 } free_slots SEC(".maps");
+
+/*
+ * Stacks of threads switched out to a state in stack_states, each distinct stack stored
+ * once; records keep its id. Sized at load time. A bucket is never reused (no
+ * BPF_F_REUSE_STACKID), so an id means the same stack for as long as user space caches it;
+ * a stack whose bucket holds another is counted as lost instead.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, TC_STACK_DEPTH * sizeof(__u64));
+	__uint(max_entries, 1);
+} stacks SEC(".maps");
 
 /* Each task's slot: task storage is a pointer hop from the task, cheaper than any hash. */
 struct {
@@ -322,9 +337,22 @@ static __always_inline void switch_out_dead(struct task_struct *prev, __u64 now)
 	bpf_task_storage_delete(&task_slots, prev);
 }
 
-static __always_inline void switch_out(struct task_struct *prev, bool preempt,
+/* A stack id + 1 for the record, 0 when the stack could not be stored. */
+static __always_inline __u16 stack_of(void *ctx, __u64 flags)
+{
+	long id = bpf_get_stackid(ctx, &stacks, flags);
+
+	if (id < 0 || id >= 0xffff) {
+		count(TC_LOST_STACKS);
+		return 0;
+	}
+	return id + 1;
+}
+
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt,
 				       unsigned int prev_state, __u64 now)
 {
+	__u16 kstack = 0, ustack = 0;
 	struct record *r;
 	__u8 st;
 
@@ -336,7 +364,20 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt,
 	if (!r)
 		return;
 	st = state_of(preempt, prev_state);
+	/*
+	 * prev is still current here, so both stacks are its own: the kernel one from this
+	 * hook down through __schedule to what the thread waits in, the user one from the
+	 * registers saved at kernel entry. Taken before seq goes odd, as a walk is slow next
+	 * to the stores, and a reader would otherwise retry for its whole length.
+	 */
+	if (stack_states & (1 << st)) {
+		kstack = stack_of(ctx, 0);
+		if (user_stacks && !(prev->flags & PF_KTHREAD))
+			ustack = stack_of(ctx, BPF_F_USER_STACK);
+	}
 	seq_bump(r);
+	r->kstack = kstack;
+	r->ustack = ustack;
 	enter_state(r, st, now);
 	if (st == TC_RUNNABLE)
 		r->nivcsw++;
@@ -382,7 +423,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 
 	/* pid 0 is each CPU's idle task, not a thread anyone asks about. */
 	if (prev->pid)
-		switch_out(prev, preempt, prev_state, now);
+		switch_out(ctx, prev, preempt, prev_state, now);
 	/* Called for the idle task too, which has no record: this CPU's slot is cleared. */
 	switch_in(next, now, bpf_get_smp_processor_id());
 	return 0;

@@ -20,8 +20,12 @@ enum tc_state : __u8 {
 enum tc_counter : __u32 {
 	TC_LOST_UPDATES = 0,    /* events about threads that have no record */
 	TC_UNTRACKED_THREADS = 1, /* threads refused a record because the map was full */
-	TC_NR_COUNTERS = 2,
+	TC_LOST_STACKS = 2,     /* stacks not captured: the stack map's bucket held another */
+	TC_NR_COUNTERS = 3,
 };
+
+/* Frames kept per stack, the few frames of the sched_switch hook and the scheduler included. */
+#define TC_STACK_DEPTH 48
 
 #define TC_NO_SYSCALL (-1)
 

@@ -50,7 +50,8 @@ type threadcapTcCounter uint32
 const (
 	threadcapTcCounterTC_LOST_UPDATES      threadcapTcCounter = 0
 	threadcapTcCounterTC_UNTRACKED_THREADS threadcapTcCounter = 1
-	threadcapTcCounterTC_NR_COUNTERS       threadcapTcCounter = 2
+	threadcapTcCounterTC_LOST_STACKS       threadcapTcCounter = 2
+	threadcapTcCounterTC_NR_COUNTERS       threadcapTcCounter = 3
 )
 
 type threadcapTcState uint8
@@ -73,6 +74,7 @@ const (
 	threadcapMapCpuSlot         = "cpu_slot"
 	threadcapMapFreeSlots       = "free_slots"
 	threadcapMapRecords         = "records"
+	threadcapMapStacks          = "stacks"
 	threadcapMapTaskSlots       = "task_slots"
 	threadcapProgOnExec         = "on_exec"
 	threadcapProgOnRename       = "on_rename"
@@ -84,6 +86,8 @@ const (
 	threadcapVarCapacity        = "capacity"
 	threadcapVarPassiveSyscalls = "passive_syscalls"
 	threadcapVarSlotsUsed       = "slots_used"
+	threadcapVarStackStates     = "stack_states"
+	threadcapVarUserStacks      = "user_stacks"
 )
 
 // loadThreadcap returns the embedded CollectionSpec for threadcap.
@@ -145,6 +149,7 @@ type threadcapMapSpecs struct {
 	CpuSlot   *ebpf.MapSpec `ebpf:"cpu_slot"`
 	FreeSlots *ebpf.MapSpec `ebpf:"free_slots"`
 	Records   *ebpf.MapSpec `ebpf:"records"`
+	Stacks    *ebpf.MapSpec `ebpf:"stacks"`
 	TaskSlots *ebpf.MapSpec `ebpf:"task_slots"`
 }
 
@@ -155,6 +160,8 @@ type threadcapVariableSpecs struct {
 	Capacity        *ebpf.VariableSpec `ebpf:"capacity"`
 	PassiveSyscalls *ebpf.VariableSpec `ebpf:"passive_syscalls"`
 	SlotsUsed       *ebpf.VariableSpec `ebpf:"slots_used"`
+	StackStates     *ebpf.VariableSpec `ebpf:"stack_states"`
+	UserStacks      *ebpf.VariableSpec `ebpf:"user_stacks"`
 }
 
 // threadcapObjects contains all objects after they have been loaded into the kernel.
@@ -181,6 +188,7 @@ type threadcapMaps struct {
 	CpuSlot   *ebpf.Map `ebpf:"cpu_slot"`
 	FreeSlots *ebpf.Map `ebpf:"free_slots"`
 	Records   *ebpf.Map `ebpf:"records"`
+	Stacks    *ebpf.Map `ebpf:"stacks"`
 	TaskSlots *ebpf.Map `ebpf:"task_slots"`
 }
 
@@ -190,6 +198,7 @@ func (m *threadcapMaps) Close() error {
 		m.CpuSlot,
 		m.FreeSlots,
 		m.Records,
+		m.Stacks,
 		m.TaskSlots,
 	)
 }
@@ -201,6 +210,8 @@ type threadcapVariables struct {
 	Capacity        *ebpf.Variable `ebpf:"capacity"`
 	PassiveSyscalls *ebpf.Variable `ebpf:"passive_syscalls"`
 	SlotsUsed       *ebpf.Variable `ebpf:"slots_used"`
+	StackStates     *ebpf.Variable `ebpf:"stack_states"`
+	UserStacks      *ebpf.Variable `ebpf:"user_stacks"`
 }
 
 // threadcapPrograms contains all programs after they have been loaded into the kernel.

@@ -43,6 +43,15 @@ type Config struct {
 	// until the sampler has read them). Each costs one 192-byte record.
 	Capacity uint32
 	Syscalls SyscallMode
+	// Stacks says at which switch-outs stacks are captured; StacksUninterruptible when "".
+	Stacks StackMode
+	// UserStacks captures the user-space stack (a frame-pointer walk) along with the
+	// kernel one. Off by default: a walk per capture, and frames are only as good as the
+	// program's frame pointers.
+	UserStacks bool
+	// StackEntries is how many distinct stacks the stack map holds (DefaultStackEntries
+	// when 0, at most MaxStackEntries); a stack that finds its bucket taken is counted lost.
+	StackEntries uint32
 }
 
 // BTFPath is where the kernel publishes its type information; threadcap needs it.
@@ -68,6 +77,9 @@ func Open(cfg Config) (t *Tracker, err error) {
 	}
 	if cfg.Syscalls == "" {
 		cfg.Syscalls = SyscallsFull
+	}
+	if cfg.Stacks == "" {
+		cfg.Stacks = StacksUninterruptible
 	}
 	if _, err := os.Stat(BTFPath); err != nil {
 		return nil, ErrNoBTF
@@ -129,7 +141,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 	if err := spec.Variables[threadcapVarPassiveSyscalls].Set(passive); err != nil {
 		return fmt.Errorf("setting syscall mode: %w", err)
 	}
-	return nil
+	return configureStacks(spec, cfg)
 }
 
 // explain adds what to do to the errors a user can fix, and the verifier's own words

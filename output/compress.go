@@ -24,7 +24,7 @@ func (w *Writer) compressHour(ctx context.Context, h hourEntry) {
 	if w.cfg.Compress == CompressZstd {
 		suffix = suffixZstd
 	}
-	dst := filepath.Join(w.cfg.Dir, hourName(h.hour, suffix))
+	dst := filepath.Join(w.cfg.Dir, kindOf(h.name).name(h.hour, suffix))
 	log := w.log.WithField(fieldFile, src)
 	if _, err := os.Lstat(dst); err == nil {
 		// Only a clock that went back a whole hour gets here; keeping both is safe.

@@ -72,6 +72,10 @@ func AppendCSV(dst []byte, s *state.Sample) []byte {
 	dst = appendText(append(dst, ','), s.Wchan)
 	dst = appendText(append(dst, ','), s.Cgroup)
 	dst = appendText(append(dst, ','), s.FdTarget)
+	dst = append(dst, ',')
+	if s.KernelStack != nil {
+		dst = appendText(dst, s.KernelStack.Hash)
+	}
 	return append(dst, '\n')
 }
 

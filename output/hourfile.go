@@ -19,13 +19,17 @@ import (
 // threadcap_samples_2026-11-21T14Z.csv. The hour is UTC so that names sort chronologically
 // as text and never repeat when the local clock falls back an hour, and the same name means
 // the same hour on servers in different time zones. Rows inside still carry local time.
+//
+// Each hour's stacks, which rows refer to by hash, go to threadcap_stacks_<UTC hour>Z<suffix>,
+// rotated, compressed and deleted like the samples.
 const (
-	namePrefix = "threadcap_samples_"
-	hourLayout = "2006-01-02T15Z"
-	suffixCSV  = ".csv"
-	suffixGzip = ".csv.gz"
-	suffixZstd = ".csv.zst"
-	suffixTmp  = ".tmp"
+	namePrefix   = "threadcap_samples_"
+	stacksPrefix = "threadcap_stacks_"
+	hourLayout   = "2006-01-02T15Z"
+	suffixCSV    = ".csv"
+	suffixGzip   = ".csv.gz"
+	suffixZstd   = ".csv.zst"
+	suffixTmp    = ".tmp"
 	// suffixOtherSchema is given to a current-hour file found with a header threadcap does
 	// not write (another schema version), so that new rows never go under the wrong header.
 	suffixOtherSchema = ".csv.other-schema"
@@ -33,14 +37,38 @@ const (
 	suffixNotAFile = ".csv.not-a-file"
 )
 
-// hourName is the file name for the hour starting at hour, with suffix.
-func hourName(hour time.Time, suffix string) string {
-	return namePrefix + hour.UTC().Format(hourLayout) + suffix
+// fileKind is one series of hour files: the samples, or the stacks they refer to.
+type fileKind struct {
+	prefix, header string
 }
 
-// parseHourName is the inverse of hourName; ok is false for files threadcap did not name.
+var (
+	sampleFiles = fileKind{namePrefix, header}
+	stackFiles  = fileKind{stacksPrefix, stacksHeader}
+)
+
+// name is the file name for the hour starting at hour, with suffix.
+func (k fileKind) name(hour time.Time, suffix string) string {
+	return k.prefix + hour.UTC().Format(hourLayout) + suffix
+}
+
+// hourName is the samples file name for the hour starting at hour, with suffix.
+func hourName(hour time.Time, suffix string) string {
+	return sampleFiles.name(hour, suffix)
+}
+
+// kindOf is the series a file name threadcap wrote belongs to.
+func kindOf(name string) fileKind {
+	if strings.HasPrefix(name, stacksPrefix) {
+		return stackFiles
+	}
+	return sampleFiles
+}
+
+// parseHourName is the inverse of fileKind.name; ok is false for files threadcap did not
+// name.
 func parseHourName(name string) (hour time.Time, suffix string, ok bool) {
-	rest, found := strings.CutPrefix(name, namePrefix)
+	rest, found := strings.CutPrefix(name, kindOf(name).prefix)
 	if !found || len(rest) < len(hourLayout) {
 		return time.Time{}, "", false
 	}
@@ -82,17 +110,22 @@ type openReport struct {
 // an hour file's name (O_NOFOLLOW, then fstat) is moved aside like a file with another
 // header, so that rows, a chmod or a chown never reach whatever it points to.
 func openHourFile(dir string, hour time.Time, mode os.FileMode, gid int) (*hourFile, openReport, error) {
-	path := filepath.Join(dir, hourName(hour, suffixCSV))
+	return openKindFile(sampleFiles, dir, hour, mode, gid)
+}
+
+// openKindFile is openHourFile for the files of kind.
+func openKindFile(kind fileKind, dir string, hour time.Time, mode os.FileMode, gid int) (*hourFile, openReport, error) {
+	path := filepath.Join(dir, kind.name(hour, suffixCSV))
 	hf, err := createHourFile(dir, path, hour, mode, gid)
 	if !errors.Is(err, os.ErrExist) {
 		return hf, openReport{created: err == nil}, err
 	}
 	var rep openReport
-	hf, aside, err := reopenHourFile(path, hour, &rep)
+	hf, aside, err := reopenHourFile(path, kind.header, hour, &rep)
 	if err != nil || aside == "" {
 		return hf, rep, err
 	}
-	rep.setAside = filepath.Join(dir, hourName(hour, aside))
+	rep.setAside = filepath.Join(dir, kind.name(hour, aside))
 	if err := os.Rename(path, rep.setAside); err != nil {
 		return nil, rep, fmt.Errorf("moving aside %s: %w; remove it", path, err)
 	}
@@ -121,7 +154,7 @@ func createHourFile(dir, path string, hour time.Time, mode os.FileMode, gid int)
 // reopenHourFile opens an existing hour file and cuts an incomplete last row, noting it in
 // rep. It returns the suffix to move the file aside to, and no file, when the file is not
 // one of ours.
-func reopenHourFile(path string, hour time.Time, rep *openReport) (*hourFile, string, error) {
+func reopenHourFile(path, header string, hour time.Time, rep *openReport) (*hourFile, string, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW, 0)
 	if errors.Is(err, unix.ELOOP) {
 		return nil, suffixNotAFile, nil
@@ -138,7 +171,7 @@ func reopenHourFile(path string, hour time.Time, rep *openReport) (*hourFile, st
 		f.Close()
 		return nil, suffixNotAFile, nil
 	}
-	size, end, known, err := completeRows(f)
+	size, end, known, err := completeRows(f, header)
 	switch {
 	case err != nil:
 		f.Close()
@@ -160,7 +193,7 @@ func reopenHourFile(path string, hour time.Time, rep *openReport) (*hourFile, st
 // completeRows finds where the last complete row of an hour file ends. known is false when
 // the file starts with a header other than ours. A NUL byte ends the scan, as a power loss
 // can leave a zero-filled tail and AppendCSV never writes NUL.
-func completeRows(f *os.File) (size, end int64, known bool, err error) {
+func completeRows(f *os.File, header string) (size, end int64, known bool, err error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, 0, false, err

@@ -9,7 +9,7 @@ import (
 // SchemaVersion is the version of the column layout below. It changes whenever a column is
 // added, removed, renamed, reordered or changes type, so that saved queries can tell which
 // files they understand.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // Column describes one CSV column: what analysts need to load it and what DBAs need to read
 // it.
@@ -58,9 +58,10 @@ var Columns = []Column{
 	{"involuntary_switches", typeBigint, "", "Context switches off CPU by preemption since the previous tick; empty when unknown."},
 	{"exe", typeVarchar, "", "Path of the process's executable." + textNote},
 	{"seeded", typeBoolean, "", "true when read from /proc because the kernel side has not observed the thread yet."},
-	{"wchan", typeVarchar, "", "Kernel function a seeded thread waits in; empty otherwise." + textNote},
+	{"wchan", typeVarchar, "", "Kernel function the thread waits in: the innermost frame of kernel_stack, or from /proc for a seeded thread; empty otherwise." + textNote},
 	{"cgroup", typeVarchar, "", "cgroup v2 path of the thread, such as /system.slice/mysql.service; empty when unknown or turned off." + textNote},
 	{"fd_target", typeVarchar, "", "What the syscall's file descriptor argument is: a path (pipe:[inode] for an anonymous pipe), or a socket as protocol local->remote address:port (local only when listening), unix and its path; empty for other syscalls." + textNote},
+	{"kernel_stack", typeVarchar, "", "Hash of the kernel stack of a thread off CPU, captured as it left the CPU (by default in uninterruptible sleep only); the hour's threadcap_stacks_ file has its frames."},
 }
 
 // header is the first line of every file, computed once because every rotation writes it.

@@ -60,6 +60,7 @@ type Writer struct {
 	pausedAt  uint64      // dropped count when the pause began
 	clockBack bool
 	closed    bool
+	stacks    stackSet
 
 	maintMu sync.Mutex // one maintenance pass at a time
 	kick    chan struct{}
@@ -187,6 +188,7 @@ func (w *Writer) Write(tick time.Time, rows []state.Sample) error {
 		w.dropped.Add(uint64(len(rows)))
 		return nil
 	}
+	w.writeStacks(rows)
 	return w.appendRows(rows)
 }
 
@@ -195,10 +197,11 @@ func (w *Writer) rotate(hour time.Time) error {
 	if w.file != nil {
 		name := w.file.f.Name()
 		// The new hour's rows can still be written, so this is logged, not returned.
-		if err := w.closeFile(); err != nil {
+		if err := errors.Join(w.closeFile(), w.closeStacks()); err != nil {
 			w.log.WithField(fieldFile, name).WithError(err).Error("closing the previous hour file failed; its last rows may be lost on power loss")
 		}
 	}
+	w.stacks.failed = false
 	hf, rep, err := openHourFile(w.cfg.Dir, hour, w.cfg.FileMode, w.gid)
 	if errors.Is(err, os.ErrNotExist) {
 		if rerr := w.recreateDir(); rerr != nil {
@@ -269,6 +272,7 @@ func (w *Writer) Close() error {
 	if w.file != nil {
 		errs = append(errs, w.closeFile())
 	}
+	errs = append(errs, w.closeStacks())
 	w.mu.Unlock()
 	w.cancel()
 	<-w.done

@@ -5,6 +5,7 @@ package sampler_test
 import (
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,5 +75,36 @@ func TestBlockedDescriptorsAreNamed(t *testing.T) {
 		if row := got[int32(tid)]; row.FdTarget != w {
 			t.Errorf("thread %d in %s: fd_target %q, want %q", tid, row.Syscall, row.FdTarget, w)
 		}
+	}
+}
+
+// TestVforkParentWaitsInVfork expects the stack of a vfork parent, in D state until its
+// child exits, to run from the vfork syscall into the function that waits for the child.
+func TestVforkParentWaitsInVfork(t *testing.T) {
+	privileged.Require(t)
+	s, rec := start(t, sampler.Filter{}, 100*time.Millisecond)
+	// Started after the kernel side, so that its switch-out into D is seen.
+	parent := workload.VforkParent(t, 5*time.Second)
+	var row state.Sample
+	for range 20 {
+		time.Sleep(100 * time.Millisecond)
+		if err := s.Tick(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if row = rec.ticks[len(rec.ticks)-1].rows[int32(parent.Pid)]; row.KernelStack != nil {
+			break
+		}
+	}
+	t.Logf("vfork parent: %s in %s, stack %+v", row.State, row.Wchan, row.KernelStack)
+	if row.State != state.Uninterruptible || row.KernelStack == nil {
+		t.Fatalf("vfork parent has no stack in D state: %+v", row)
+	}
+	frames := strings.Split(row.KernelStack.Frames, ";")
+	// wait_for_vfork_done is often inlined into kernel_clone, which then waits itself.
+	if w := row.Wchan; w != "wait_for_vfork_done" && w != "kernel_clone" || frames[len(frames)-1] != w {
+		t.Errorf("vfork parent waits in %q, want wait_for_vfork_done or kernel_clone, the last frame of %s", w, row.KernelStack.Frames)
+	}
+	if !strings.Contains(row.KernelStack.Frames, "sys_vfork;") {
+		t.Errorf("vfork parent's stack does not go through the vfork syscall: %s", row.KernelStack.Frames)
 	}
 }

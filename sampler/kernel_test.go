@@ -62,7 +62,7 @@ func start(t *testing.T, f sampler.Filter, interval time.Duration, watch ...int)
 	rec := &recorder{t: t, watch: watch}
 	s, err := sampler.New(sampler.Config{
 		Interval: interval, Filter: f, Self: -1, Mono: bpf.Now, Wall: time.Now,
-		Log: logrus.NewEntry(log),
+		Stacks: tr, Log: logrus.NewEntry(log),
 	}, tr, rec)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -43,6 +44,11 @@ type Config struct {
 	CgroupRoot string
 	// NoCgroup leaves the cgroup column empty, saving a /proc read per new cgroup.
 	NoCgroup bool
+	// Stacks reads the stacks the kernel side captured (which, and when, is the kernel
+	// side's configuration); nil leaves the kernel_stack column empty.
+	Stacks StackSource
+	// Kallsyms is where kernel symbols are read from; ProcRoot/kallsyms when "".
+	Kallsyms string
 	// NoFdTarget leaves the fd_target column empty, saving a stat per descriptor and tick
 	// of threads in descriptor syscalls, and a readlink per new descriptor.
 	NoFdTarget bool
@@ -95,6 +101,7 @@ type Sampler struct {
 	procs    *processCache
 	cgroups  *cgroupCache
 	fds      *fdCache
+	kstacks  *kernelStacks // nil without Config.Stacks
 	rows     []state.Sample
 	dead     []uint32
 	stats    Stats
@@ -113,14 +120,22 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 	if cfg.CgroupRoot == "" {
 		cfg.CgroupRoot = Cgroup2Mount(cfg.ProcRoot)
 	}
+	if cfg.Kallsyms == "" {
+		cfg.Kallsyms = filepath.Join(cfg.ProcRoot, "kallsyms")
+	}
 	procs, err := newProcessCache(cfg.ProcRoot)
 	if err != nil {
 		return nil, err
+	}
+	var kstacks *kernelStacks
+	if cfg.Stacks != nil {
+		kstacks = newKernelStacks(cfg.Stacks, cfg.Kallsyms, cfg.Log)
 	}
 	return &Sampler{
 		cfg: cfg, src: src, sink: sink, procs: procs,
 		cgroups: newCgroupCache(cfg.ProcRoot, cfg.CgroupRoot),
 		fds:     newFdCache(cfg.ProcRoot),
+		kstacks: kstacks,
 		seeded:  map[int32]*state.Thread{},
 		slowLog: rateLimit{every: time.Minute},
 		updates: newUpdates(),

@@ -140,6 +140,7 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 			row.Cgroup = proc.cgroup
 		}
 	}
+	s.addStack(&row, th)
 	if th.Syscall != state.NoSyscall {
 		row.Syscall = state.SyscallName(th.Syscall)
 		row.Args = th.Args
@@ -153,4 +154,20 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 		}
 	}
 	s.rows = append(s.rows, row)
+}
+
+// addStack gives an off-CPU row the stack captured when its thread went off CPU, and the
+// function it waits in. A record's stack is from its last switch-out, so only a row in
+// that same state, at the tick, gets it.
+func (s *Sampler) addStack(row *state.Sample, th *state.Thread) {
+	if s.kstacks == nil || th.KernelStack == 0 || row.State != th.State {
+		return
+	}
+	if row.State != state.Sleeping && row.State != state.Uninterruptible {
+		return
+	}
+	ks := s.kstacks.get(th.KernelStack)
+	if ks.stack != nil {
+		row.KernelStack, row.Wchan = ks.stack, ks.wchan
+	}
 }

@@ -34,10 +34,13 @@ type Sample struct {
 	Voluntary, Involuntary int64
 	Exe                    string // the process's executable path
 	Seeded                 bool   // read from /proc: the kernel side has not observed this thread yet
-	Wchan                  string // kernel function a seeded thread waits in (from /proc)
+	Wchan                  string // kernel function the thread waits in: from its stack, or /proc when seeded
 	// Cgroup is the thread's cgroup v2 path, such as /system.slice/mysql.service.
 	Cgroup string
 	// FdTarget names what the syscall's file descriptor argument is: a path, or a socket's
 	// protocol and addresses. "" for syscalls without one.
 	FdTarget string
+	// KernelStack is the kernel stack of an off-CPU thread, captured when it left the CPU;
+	// nil when not captured.
+	KernelStack *Stack
 }

@@ -36,6 +36,9 @@ type Thread struct {
 	ExecGen uint32
 	// CgroupID is the thread's cgroup v2 id (its cgroupfs inode); 0 when unknown.
 	CgroupID uint64
+	// KernelStack and UserStack are the stack ids (+1; 0: none) captured when the thread
+	// last switched out to State, if stacks are captured for that state.
+	KernelStack, UserStack uint16
 	// Seeded is set for a thread read from /proc that the kernel side has not observed yet.
 	Seeded bool
 	// Wchan is the kernel function a seeded thread waits in, from /proc.

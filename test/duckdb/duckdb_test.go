@@ -64,7 +64,8 @@ func sample(change func(*state.Sample)) state.Sample {
 		Args:        [6]uint64{0x7f1234560000, 0x80, 0, 0, 0, 0xffffffff},
 		StateTimeUs: [state.TimedStates]int64{120, 5, 0, 99875, 0},
 		Voluntary:   3, Involuntary: 1, Exe: "/usr/sbin/mysqld", Cgroup: "/system.slice/mysql.service",
-		FdTarget: "/var/lib/mysql/ibdata1",
+		FdTarget:    "/var/lib/mysql/ibdata1",
+		KernelStack: state.NewStack([]string{"entry_SYSCALL_64", "do_syscall_64", "ksys_pread64", "filemap_read"}),
 	}
 	change(&s)
 	return s
@@ -85,7 +86,10 @@ func expected(s state.Sample, texts map[string]any) map[string]any {
 		"syscall_cpu_us": nullable(s.SyscallCPUUs), "cpu": int32(s.CPU),
 		"voluntary_switches": nullable(s.Voluntary), "involuntary_switches": nullable(s.Involuntary),
 		"exe": s.Exe, "seeded": s.Seeded, "wchan": text(s.Wchan), "cgroup": text(s.Cgroup),
-		"fd_target": text(s.FdTarget),
+		"fd_target": text(s.FdTarget), "kernel_stack": nil,
+	}
+	if s.KernelStack != nil {
+		row["kernel_stack"] = s.KernelStack.Hash
 	}
 	for i, name := range []string{"on_cpu_us", "runnable_us", "sleeping_us", "uninterruptible_us", "stopped_us"} {
 		row[name] = nullable(s.StateTimeUs[i])

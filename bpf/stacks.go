@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package bpf
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/threadcap/threadcap/state"
+)
+
+// StackMode says at which switch-outs a thread's stacks are captured.
+type StackMode string
+
+const (
+	// StacksUninterruptible captures the stacks of threads entering D state (disk I/O,
+	// vfork, uninterruptible locks): rare enough to cost nothing measurable.
+	StacksUninterruptible StackMode = "uninterruptible"
+	// StacksOffCPU captures them at every sleep too, which costs a stack walk per
+	// voluntary context switch.
+	StacksOffCPU StackMode = "off-cpu"
+	// StacksOff captures none.
+	StacksOff StackMode = "off"
+)
+
+// ParseStackMode accepts "uninterruptible", "off-cpu" or "off".
+func ParseStackMode(s string) (StackMode, error) {
+	switch m := StackMode(s); m {
+	case StacksUninterruptible, StacksOffCPU, StacksOff:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown stack mode %q: use %q, %q or %q", s, StacksUninterruptible, StacksOffCPU, StacksOff)
+}
+
+// Stack map sizes: stacks are kept once per distinct stack, and ids must fit the record's
+// 16 bits.
+const (
+	DefaultStackEntries = 16384
+	MaxStackEntries     = 0xfffe
+)
+
+// stackStates is the stack_states bit mask for a mode.
+func stackStates(m StackMode) (uint8, error) {
+	switch m {
+	case StacksUninterruptible:
+		return 1 << state.Uninterruptible, nil
+	case StacksOffCPU:
+		return 1<<state.Uninterruptible | 1<<state.Sleeping, nil
+	case StacksOff:
+		return 0, nil
+	}
+	_, err := ParseStackMode(string(m))
+	return 0, err
+}
+
+// configureStacks sizes the stack map and sets what is captured. With stacks off the map
+// keeps one entry, so it costs no memory.
+func configureStacks(spec *ebpf.CollectionSpec, cfg Config) error {
+	mask, err := stackStates(cfg.Stacks)
+	if err != nil {
+		return err
+	}
+	if cfg.StackEntries > MaxStackEntries {
+		return fmt.Errorf("stack entries %d is more than %d: use a smaller number", cfg.StackEntries, MaxStackEntries)
+	}
+	entries := cfg.StackEntries
+	if entries == 0 {
+		entries = DefaultStackEntries
+	}
+	user := uint8(0)
+	if cfg.UserStacks && mask != 0 {
+		user = 1
+	}
+	if mask == 0 {
+		entries = 1
+	}
+	spec.Maps[threadcapMapStacks].MaxEntries = entries
+	if err := spec.Variables[threadcapVarStackStates].Set(mask); err != nil {
+		return fmt.Errorf("setting stack states: %w", err)
+	}
+	if err := spec.Variables[threadcapVarUserStacks].Set(user); err != nil {
+		return fmt.Errorf("setting user stacks: %w", err)
+	}
+	return nil
+}
+
+// Stack returns the frames of stack id, as a record holds it (id + 1), innermost first.
+// A stack id always means the same stack: the kernel side never reuses one.
+func (t *Tracker) Stack(id uint16) ([]uint64, error) {
+	if id == 0 {
+		return nil, nil
+	}
+	m := t.coll.Maps[threadcapMapStacks]
+	frames := make([]uint64, m.ValueSize()/8)
+	if err := m.Lookup(uint32(id-1), &frames); err != nil {
+		return nil, fmt.Errorf("reading stack %d: %w", id-1, err)
+	}
+	for i, ip := range frames {
+		if ip == 0 {
+			return frames[:i], nil
+		}
+	}
+	return frames, nil
+}

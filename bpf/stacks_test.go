@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package bpf
+
+import (
+	"testing"
+	"time"
+
+	"github.com/threadcap/threadcap/state"
+	"github.com/threadcap/threadcap/test/workload"
+)
+
+// TestStacksOfUninterruptibleThreads expects a stack for a thread in D state by default,
+// user-space frames too when asked for, and none with stacks off.
+func TestStacksOfUninterruptibleThreads(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		cfg         Config
+		kernel, usr bool
+	}{
+		{"default", Config{}, true, false},
+		{"user", Config{UserStacks: true, StackEntries: 1024}, true, true},
+		{"off", Config{Stacks: StacksOff, UserStacks: true}, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := openTracker(t, tt.cfg)
+			p := workload.VforkParent(t, 5*time.Second)
+			th := find(t, tr, p.Pid, func(th *state.Thread) bool { return th.State == state.Uninterruptible })
+			for _, s := range []struct {
+				what string
+				id   uint16
+				want bool
+			}{{"kernel", th.KernelStack, tt.kernel}, {"user", th.UserStack, tt.usr}} {
+				frames, err := tr.Stack(s.id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := len(frames) > 0; got != s.want {
+					t.Errorf("vfork parent in D: %s stack %d has %d frames, want frames: %v", s.what, s.id, len(frames), s.want)
+				}
+			}
+		})
+	}
+}
+
+func TestParseStackMode(t *testing.T) {
+	for _, s := range []string{"uninterruptible", "off-cpu", "off"} {
+		if m, err := ParseStackMode(s); err != nil || string(m) != s {
+			t.Errorf("ParseStackMode(%q) = %q, %v", s, m, err)
+		}
+	}
+	if _, err := ParseStackMode("sleeping"); err == nil {
+		t.Error("ParseStackMode accepted an unknown mode")
+	}
+	spec, err := loadThreadcap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Capacity: 1, Syscalls: SyscallsFull, Stacks: StacksOff, StackEntries: MaxStackEntries + 1}
+	if err := configure(spec, cfg); err == nil {
+		t.Error("more stack entries than a record's id can hold were accepted")
+	}
+}
