@@ -96,7 +96,8 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 		Filter:   filterOf(&cfg),
 		Self:     int32(os.Getpid()),
 		Mono:     bpf.Now, Wall: time.Now,
-		Log: logrus.WithField(fieldComponent, "sampler"),
+		Stacks: tracker,
+		Log:    logrus.WithField(fieldComponent, "sampler"),
 	}, tracker, writer)
 	if err != nil {
 		return err
