@@ -107,10 +107,10 @@ func renderCSV(w io.Writer, r *Result) error {
 }
 
 // formulaGuard applies the rule of the hour files (see output.AppendCSV) to a value: one
-// starting with = + - @ tab CR or ' gets a leading ', so that a spreadsheet opening the
+// starting with = + - @ tab or ' gets a leading ', so that a spreadsheet opening the
 // report shows a process named "=cmd" instead of running it.
 func formulaGuard(v string) string {
-	if v != "" && strings.ContainsRune("=+-@\t\r'", rune(v[0])) {
+	if v != "" && strings.ContainsRune("=+-@\t'", rune(v[0])) {
 		return "'" + v
 	}
 	return v
