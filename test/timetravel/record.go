@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package timetravel records a known workload with the real daemon, so that tests can check
+// what the tools reading the files afterwards (threadcap report, DuckDB) say about it.
+package timetravel
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/threadcap/threadcap/test/privileged"
+	"github.com/threadcap/threadcap/test/workload"
+)
+
+// Interval is the daemon's tick interval in a recording: --hz 10.
+const Interval = 100 * time.Millisecond
+
+// Recording is a daemon run over known workloads. Every workload is its own process, named
+// so that a query by process name finds it alone.
+type Recording struct {
+	Bin string // the threadcap binary
+	Dir string // the hour files
+	// From and To are tick times: the window [From, To) holds the ticks of a few seconds
+	// in the middle of the run, when every workload was at its steady state.
+	From, To time.Time
+	// Spinner and Hog spin on the same CPU, so each waits for it about half the time.
+	Spinner, Hog int
+	// Sleeper sits in one clock_nanosleep for the whole run.
+	Sleeper int
+	// VforkParent waits in vfork, in D state, for the whole run.
+	VforkParent int
+	// SpinnerCPU is the spinner's on-CPU time by schedstat over the time the window's rows
+	// account for: from the tick before From to the last tick before To.
+	SpinnerCPU time.Duration
+}
+
+// Names of the workload processes.
+const (
+	SpinnerName = "ttspinner"
+	HogName     = "tthog"
+	SleeperName = "sleep"
+	VforkName   = "vfork_parent"
+)
+
+// Record builds threadcap, runs it at 10 Hz with --all over the workloads for about ten
+// seconds, and stops it. It needs root.
+func Record(t *testing.T) *Recording {
+	t.Helper()
+	privileged.Require(t)
+	tmp := t.TempDir()
+	r := &Recording{Bin: Build(t), Dir: filepath.Join(tmp, "data")}
+
+	// Every workload waits on a pipe before it starts, so that the daemon, attached by then,
+	// sees it begin (a thread it has not seen is only seeded from /proc, with no syscall
+	// times); the daemon's --pid needs their pids before that.
+	gate := gate(t)
+	r.Spinner = start(t, gate, copyOf(t, "/bin/sh", filepath.Join(tmp, SpinnerName)), "-c", "read x; while :; do :; done")
+	r.Hog = start(t, gate, copyOf(t, "/bin/sh", filepath.Join(tmp, HogName)), "-c", "read x; while :; do :; done")
+	r.Sleeper = start(t, gate, "/bin/sh", "-c", "read x; exec sleep 600")
+	// The vfork parent starts at once: it shows seeded, in D state in vfork, until it ends.
+	r.VforkParent = workload.VforkParent(t, 600*time.Second).Pid
+	for _, pid := range []int{r.Spinner, r.Hog} {
+		var cpu0 unix.CPUSet
+		cpu0.Set(0)
+		if err := unix.SchedSetaffinity(pid, &cpu0); err != nil {
+			t.Fatalf("pinning %d to CPU 0: %v", pid, err)
+		}
+	}
+
+	daemon := exec.Command(r.Bin, "run", "--hz", "10", "--all", "--dir", r.Dir, "--log-level", "warn",
+		"--pid", fmt.Sprintf("%d,%d,%d,%d", r.Spinner, r.Hog, r.Sleeper, r.VforkParent))
+	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			daemon.Process.Kill()
+			daemon.Wait()
+		}
+	})
+	waitForRows(t, r.Dir)
+	gate.Close() // every workload reads EOF and starts
+
+	poll := pollSchedstat(t, r.Spinner)
+	started := time.Now()
+	time.Sleep(9 * time.Second)
+	if err := daemon.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := daemon.Wait(); err != nil {
+		t.Fatalf("threadcap run: %v", err)
+	}
+	stopped = true
+	samples := poll()
+
+	// Two seconds in, six seconds long: away from the workloads' start and the daemon's end,
+	// on whole seconds, as people ask.
+	r.From = started.Add(2 * time.Second).Truncate(time.Second).Add(time.Second)
+	r.To = r.From.Add(6 * time.Second)
+	ticks := tickTimes(t, r.Dir)
+	before := func(at time.Time) time.Time {
+		i, _ := slices.BinarySearchFunc(ticks, at, time.Time.Compare)
+		if i == 0 {
+			t.Fatalf("no tick before %v in the files", at)
+		}
+		return ticks[i-1]
+	}
+	r.SpinnerCPU = samples.at(t, before(r.To)) - samples.at(t, before(r.From))
+	return r
+}
+
+// Build compiles threadcap from this repository into a temporary directory.
+func Build(t *testing.T) string {
+	t.Helper()
+	_, self, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(self), "..", "..")
+	bin := filepath.Join(t.TempDir(), "threadcap")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	cmd := exec.Command(gobin, "build", "-o", bin, "./cmd/threadcap")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building threadcap: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// pipeGate holds workloads back until Close.
+type pipeGate struct{ r, w *os.File }
+
+func gate(t *testing.T) *pipeGate {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &pipeGate{r, w}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return g
+}
+
+func (g *pipeGate) Close() { g.w.Close() }
+
+// start runs a workload with the gate as its stdin and returns its pid.
+func start(t *testing.T, g *pipeGate, name string, args ...string) int {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Stdin = g.r
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd.Process.Pid
+}
+
+// copyOf copies an executable to path, so that the process it runs has path's base name.
+func copyOf(t *testing.T, src, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// waitForRows waits for the daemon's first rows: it is attached by then. The limit only
+// stops a broken build from hanging.
+func waitForRows(t *testing.T, dir string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if len(tickTimesOrNone(dir)) > 0 {
+			return
+		}
+	}
+	t.Fatal("threadcap wrote no row within a minute")
+}
+
+// tickTimes are the distinct tick times in the hour files of dir, in order.
+func tickTimes(t *testing.T, dir string) []time.Time {
+	t.Helper()
+	ticks := tickTimesOrNone(dir)
+	if len(ticks) == 0 {
+		t.Fatalf("no rows in %s", dir)
+	}
+	return ticks
+}
+
+func tickTimesOrNone(dir string) []time.Time {
+	paths, _ := filepath.Glob(filepath.Join(dir, "threadcap_samples_*.csv"))
+	var ticks []time.Time
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		cr := csv.NewReader(f)
+		cr.FieldsPerRecord = -1
+		for {
+			rec, err := cr.Read()
+			if err == io.EOF || err != nil && !isFieldCount(err) {
+				break
+			}
+			if tm, err := time.Parse(time.RFC3339Nano, rec[0]); err == nil {
+				ticks = append(ticks, tm)
+			}
+		}
+		f.Close()
+	}
+	slices.SortFunc(ticks, time.Time.Compare)
+	return slices.CompactFunc(ticks, time.Time.Equal)
+}
+
+func isFieldCount(err error) bool {
+	pe, ok := err.(*csv.ParseError)
+	return ok && pe.Err == csv.ErrFieldCount
+}
+
+// schedstatSample is the spinner's on-CPU time at one instant.
+type schedstatSample struct {
+	at    time.Time
+	onCPU time.Duration
+}
+
+type schedstatSamples []schedstatSample
+
+// pollSchedstat reads the thread's schedstat every millisecond until the returned function
+// is called, which returns what it read.
+func pollSchedstat(t *testing.T, tid int) func() schedstatSamples {
+	stop, done := make(chan struct{}), make(chan schedstatSamples)
+	path := "/proc/" + strconv.Itoa(tid) + "/schedstat"
+	go func() {
+		var s schedstatSamples
+		for {
+			select {
+			case <-stop:
+				done <- s
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if onCPU, ok := readSchedstat(path); ok {
+				s = append(s, schedstatSample{time.Now(), onCPU})
+			}
+		}
+	}()
+	return func() schedstatSamples {
+		close(stop)
+		return <-done
+	}
+}
+
+// readSchedstat is workload.Schedstat without a testing.T, for a goroutine.
+func readSchedstat(path string) (time.Duration, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	var onCPU int64
+	_, err = fmt.Sscan(string(b), &onCPU)
+	return time.Duration(onCPU), err == nil
+}
+
+// at interpolates the on-CPU time at instant at between the samples around it.
+func (s schedstatSamples) at(t *testing.T, at time.Time) time.Duration {
+	t.Helper()
+	i, _ := slices.BinarySearchFunc(s, at, func(e schedstatSample, at time.Time) int { return e.at.Compare(at) })
+	if i == 0 || i == len(s) {
+		t.Fatalf("no schedstat reading around %v", at)
+	}
+	a, b := s[i-1], s[i]
+	frac := float64(at.Sub(a.at)) / float64(b.at.Sub(a.at))
+	return a.onCPU + time.Duration(frac*float64(b.onCPU-a.onCPU))
+}
