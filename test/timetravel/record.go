@@ -5,6 +5,7 @@
 package timetravel
 
 import (
+	"compress/gzip"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -204,15 +206,27 @@ func tickTimes(t *testing.T, dir string) []time.Time {
 	return ticks
 }
 
+// tickTimesOrNone reads the current hour's file and, when the run crossed an hour, the
+// previous one, which the daemon has compressed (with gzip, its default) or is compressing.
 func tickTimesOrNone(dir string) []time.Time {
-	paths, _ := filepath.Glob(filepath.Join(dir, "threadcap_samples_*.csv"))
+	paths, _ := filepath.Glob(filepath.Join(dir, "threadcap_samples_*.csv*"))
 	var ticks []time.Time
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
 			continue
 		}
-		cr := csv.NewReader(f)
+		var in io.Reader = f
+		if strings.HasSuffix(p, ".csv.gz") {
+			if in, err = gzip.NewReader(f); err != nil {
+				f.Close()
+				continue
+			}
+		} else if !strings.HasSuffix(p, ".csv") {
+			f.Close()
+			continue
+		}
+		cr := csv.NewReader(in)
 		cr.FieldsPerRecord = -1
 		for {
 			rec, err := cr.Read()
