@@ -76,6 +76,10 @@ func AppendCSV(dst []byte, s *state.Sample) []byte {
 	if s.KernelStack != nil {
 		dst = appendText(dst, s.KernelStack.Hash)
 	}
+	dst = append(dst, ',')
+	if s.UserStack != nil {
+		dst = appendText(dst, s.UserStack.Hash)
+	}
 	return append(dst, '\n')
 }
 

@@ -9,7 +9,7 @@ import (
 // SchemaVersion is the version of the column layout below. It changes whenever a column is
 // added, removed, renamed, reordered or changes type, so that saved queries can tell which
 // files they understand.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // Column describes one CSV column: what analysts need to load it and what DBAs need to read
 // it.
@@ -62,6 +62,7 @@ var Columns = []Column{
 	{"cgroup", typeVarchar, "", "cgroup v2 path of the thread, such as /system.slice/mysql.service; empty when unknown or turned off." + textNote},
 	{"fd_target", typeVarchar, "", "What the syscall's file descriptor argument is: a path (pipe:[inode] for an anonymous pipe), or a socket as protocol local->remote address:port (local only when listening), unix and its path; empty for other syscalls." + textNote},
 	{"kernel_stack", typeVarchar, "", "Hash of the kernel stack of a thread off CPU, captured as it left the CPU (by default in uninterruptible sleep only); the hour's threadcap_stacks_ file has its frames."},
+	{"user_stack", typeVarchar, "", "Hash of the user-space stack captured with kernel_stack, when user stacks are turned on (off by default); its frames are in the same stacks file."},
 }
 
 // header is the first line of every file, computed once because every rotation writes it.

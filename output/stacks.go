@@ -41,22 +41,23 @@ func (w *Writer) writeStacks(rows []state.Sample) {
 	var buf []byte
 	var added []string
 	for i := range rows {
-		st := rows[i].KernelStack
-		if st == nil {
-			continue
-		}
-		if w.stacks.file == nil || !w.stacks.file.hour.Equal(w.file.hour) {
-			if err := w.openStacks(); err != nil {
-				w.stacksFailed(err)
-				return
+		for _, st := range [...]*state.Stack{rows[i].KernelStack, rows[i].UserStack} {
+			if st == nil {
+				continue
 			}
+			if w.stacks.file == nil || !w.stacks.file.hour.Equal(w.file.hour) {
+				if err := w.openStacks(); err != nil {
+					w.stacksFailed(err)
+					return
+				}
+			}
+			if w.stacks.seen[st.Hash] {
+				continue
+			}
+			w.stacks.seen[st.Hash] = true
+			added = append(added, st.Hash)
+			buf = AppendStackCSV(buf, st)
 		}
-		if w.stacks.seen[st.Hash] {
-			continue
-		}
-		w.stacks.seen[st.Hash] = true
-		added = append(added, st.Hash)
-		buf = AppendStackCSV(buf, st)
 	}
 	if len(buf) == 0 {
 		return

@@ -25,6 +25,7 @@ func TestStacksFilePerHour(t *testing.T) {
 	a := state.NewStack([]string{"entry_SYSCALL_64", "do_syscall_64", "ksys_read", "pipe_read"})
 	b := state.NewStack([]string{"entry_SYSCALL_64", "do_syscall_64", "__x64_sys_vfork", "kernel_clone"})
 	c := state.NewStack([]string{"ret_from_fork", "kthread", "io_schedule"})
+	user := state.NewStack([]string{"main", "vfork"})
 	withStacks := func(tick time.Time, stacks ...*state.Stack) []state.Sample {
 		rows := mysqlRows(tick, 100, len(stacks)+1) // the last row has no stack
 		for i, s := range stacks {
@@ -47,13 +48,21 @@ func TestStacksFilePerHour(t *testing.T) {
 	write(w, 0, a, a, b)
 	write(w, 20, a)
 	write(w, 40, a, c)
+	// A user stack goes to the same file, once.
+	tick := start.Add(50 * time.Minute)
+	clock.Set(tick)
+	mixed := withStacks(tick, b)
+	mixed[0].UserStack, mixed[1].UserStack = user, user
+	if err := w.Write(tick, mixed); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if w, err = New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	write(w, 45, c, b)
+	write(w, 55, c, b)
 	closed := filepath.Join(dir, "threadcap_stacks_2026-11-21T13Z.csv.gz")
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(closed); err == nil {
@@ -65,7 +74,8 @@ func TestStacksFilePerHour(t *testing.T) {
 	}
 	for name, want := range map[string][][]string{
 		"threadcap_stacks_2026-11-21T13Z.csv.gz": {{"hash", "frames"}, {a.Hash, a.Frames}, {b.Hash, b.Frames}},
-		"threadcap_stacks_2026-11-21T14Z.csv":    {{"hash", "frames"}, {a.Hash, a.Frames}, {c.Hash, c.Frames}, {b.Hash, b.Frames}},
+		"threadcap_stacks_2026-11-21T14Z.csv": {{"hash", "frames"}, {a.Hash, a.Frames}, {c.Hash, c.Frames},
+			{b.Hash, b.Frames}, {user.Hash, user.Frames}},
 	} {
 		got := readStacks(t, filepath.Join(dir, name))
 		if !reflect.DeepEqual(got, want) {

@@ -3,12 +3,14 @@
 package sampler_test
 
 import (
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/threadcap/threadcap/bpf"
 	"github.com/threadcap/threadcap/sampler"
 	"github.com/threadcap/threadcap/state"
 	"github.com/threadcap/threadcap/test/privileged"
@@ -82,7 +84,7 @@ func TestBlockedDescriptorsAreNamed(t *testing.T) {
 // child exits, to run from the vfork syscall into the function that waits for the child.
 func TestVforkParentWaitsInVfork(t *testing.T) {
 	privileged.Require(t)
-	s, rec := start(t, sampler.Filter{}, 100*time.Millisecond)
+	s, rec := startWith(t, bpf.Config{UserStacks: true}, sampler.Filter{}, 100*time.Millisecond)
 	// Started after the kernel side, so that its switch-out into D is seen.
 	parent := workload.VforkParent(t, 5*time.Second)
 	var row state.Sample
@@ -95,7 +97,7 @@ func TestVforkParentWaitsInVfork(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("vfork parent: %s in %s, stack %+v", row.State, row.Wchan, row.KernelStack)
+	t.Logf("vfork parent: %s in %s, stack %+v, user stack %+v", row.State, row.Wchan, row.KernelStack, row.UserStack)
 	if row.State != state.Uninterruptible || row.KernelStack == nil {
 		t.Fatalf("vfork parent has no stack in D state: %+v", row)
 	}
@@ -106,5 +108,38 @@ func TestVforkParentWaitsInVfork(t *testing.T) {
 	}
 	if !strings.Contains(row.KernelStack.Frames, "sys_vfork;") {
 		t.Errorf("vfork parent's stack does not go through the vfork syscall: %s", row.KernelStack.Frames)
+	}
+	// Its user stack is only as deep as frame pointers allow, but the innermost frame, the
+	// saved instruction pointer, is always right: libc's vfork.
+	if row.UserStack == nil || !strings.HasSuffix(row.UserStack.Frames, "vfork") {
+		t.Errorf("vfork parent's user stack does not end in vfork: %+v", row.UserStack)
+	}
+}
+
+// TestUserStackOfSleepingGoThread captures stacks at every sleep, user stacks included, and
+// expects a Go thread blocked reading a pipe to show the Go functions it waits in: Go keeps
+// frame pointers, and the test binary its symbol table.
+func TestUserStackOfSleepingGoThread(t *testing.T) {
+	privileged.Require(t)
+	s, rec := startWith(t, bpf.Config{Stacks: bpf.StacksOffCPU, UserStacks: true},
+		sampler.Filter{All: true, Pids: []int32{int32(os.Getpid())}}, 100*time.Millisecond)
+	// Started after the kernel side, so that its switch-out into the read is seen.
+	rd, _ := workload.FifoReader(t)
+	var row state.Sample
+	for range 20 {
+		time.Sleep(100 * time.Millisecond)
+		if err := s.Tick(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if row = rec.ticks[len(rec.ticks)-1].rows[int32(rd.Tid)]; row.UserStack != nil && row.Syscall == "read" {
+			break
+		}
+	}
+	t.Logf("fifo reader: %s in %s, user stack %+v", row.State, row.Wchan, row.UserStack)
+	if row.UserStack == nil || !strings.Contains(row.UserStack.Frames, "workload.FifoReader") {
+		t.Errorf("a Go thread blocked in read has no user stack through workload.FifoReader: %+v", row)
+	}
+	if row.KernelStack == nil || row.Wchan == "" {
+		t.Errorf("a thread asleep, with stacks captured at every sleep, has no kernel stack: %+v", row)
 	}
 }

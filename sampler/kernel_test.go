@@ -51,8 +51,14 @@ func (r *recorder) Write(_ time.Time, rows []state.Sample) error {
 // start returns a seeded sampler on the real kernel side, recording every tick.
 func start(t *testing.T, f sampler.Filter, interval time.Duration, watch ...int) (*sampler.Sampler, *recorder) {
 	t.Helper()
+	return startWith(t, bpf.Config{}, f, interval, watch...)
+}
+
+// startWith is start with the kernel side configured by cfg.
+func startWith(t *testing.T, cfg bpf.Config, f sampler.Filter, interval time.Duration, watch ...int) (*sampler.Sampler, *recorder) {
+	t.Helper()
 	privileged.Require(t)
-	tr, err := bpf.Open(bpf.Config{})
+	tr, err := bpf.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ type Config struct {
 	// NoCgroup leaves the cgroup column empty, saving a /proc read per new cgroup.
 	NoCgroup bool
 	// Stacks reads the stacks the kernel side captured (which, and when, is the kernel
-	// side's configuration); nil leaves the kernel_stack column empty.
+	// side's configuration); nil leaves the kernel_stack and user_stack columns empty.
 	Stacks StackSource
 	// Kallsyms is where kernel symbols are read from; ProcRoot/kallsyms when "".
 	Kallsyms string
@@ -102,6 +102,7 @@ type Sampler struct {
 	cgroups  *cgroupCache
 	fds      *fdCache
 	kstacks  *kernelStacks // nil without Config.Stacks
+	ustacks  *userStacks   // nil without Config.Stacks
 	rows     []state.Sample
 	dead     []uint32
 	stats    Stats
@@ -128,14 +129,19 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 		return nil, err
 	}
 	var kstacks *kernelStacks
+	var ustacks *userStacks
 	if cfg.Stacks != nil {
 		kstacks = newKernelStacks(cfg.Stacks, cfg.Kallsyms, cfg.Log)
+		if ustacks, err = newUserStacks(cfg.Stacks, cfg.ProcRoot); err != nil {
+			return nil, err
+		}
 	}
 	return &Sampler{
 		cfg: cfg, src: src, sink: sink, procs: procs,
 		cgroups: newCgroupCache(cfg.ProcRoot, cfg.CgroupRoot),
 		fds:     newFdCache(cfg.ProcRoot),
 		kstacks: kstacks,
+		ustacks: ustacks,
 		seeded:  map[int32]*state.Thread{},
 		slowLog: rateLimit{every: time.Minute},
 		updates: newUpdates(),

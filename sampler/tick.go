@@ -59,6 +59,9 @@ func (s *Sampler) Tick(wall time.Time) error {
 	s.procs.expire(wall)
 	s.cgroups.expire(wall)
 	s.fds.expire(wall)
+	if s.ustacks != nil {
+		s.ustacks.expire(wall)
+	}
 	if werr := s.sink.Write(wall, s.rows); werr != nil {
 		return fmt.Errorf("writing tick %s: %w", wall.Format(time.RFC3339), werr)
 	}
@@ -85,6 +88,9 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 		s.procs.exited(th)
 		if th.Tid == th.Pid {
 			s.fds.exited(th.Pid)
+			if s.ustacks != nil {
+				s.ustacks.exited(th.Pid)
+			}
 		}
 		*p = snapshot{}
 		return
@@ -160,14 +166,19 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 // function it waits in. A record's stack is from its last switch-out, so only a row in
 // that same state, at the tick, gets it.
 func (s *Sampler) addStack(row *state.Sample, th *state.Thread) {
-	if s.kstacks == nil || th.KernelStack == 0 || row.State != th.State {
+	if s.kstacks == nil || (th.KernelStack == 0 && th.UserStack == 0) || row.State != th.State {
 		return
 	}
 	if row.State != state.Sleeping && row.State != state.Uninterruptible {
 		return
 	}
-	ks := s.kstacks.get(th.KernelStack)
-	if ks.stack != nil {
-		row.KernelStack, row.Wchan = ks.stack, ks.wchan
+	if th.KernelStack != 0 {
+		ks := s.kstacks.get(th.KernelStack)
+		if ks.stack != nil {
+			row.KernelStack, row.Wchan = ks.stack, ks.wchan
+		}
+	}
+	if th.UserStack != 0 {
+		row.UserStack = s.ustacks.get(th, row.Time)
 	}
 }

@@ -43,4 +43,6 @@ type Sample struct {
 	// KernelStack is the kernel stack of an off-CPU thread, captured when it left the CPU;
 	// nil when not captured.
 	KernelStack *Stack
+	// UserStack is the user-space stack captured with KernelStack, when asked for.
+	UserStack *Stack
 }

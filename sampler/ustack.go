@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sampler
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/threadcap/threadcap/state"
+)
+
+// fileID identifies a mapped file's contents: a file replaced in place changes mtime.
+type fileID struct {
+	dev, ino uint64
+	mtime    int64
+}
+
+// procUser is one process's address space, as far as its stacks needed it.
+type procUser struct {
+	execGen uint32
+	maps    []*procfs.ProcMap // sorted by start; read when a stack needs them
+	byID    map[uint16]*state.Stack
+	used    time.Time
+}
+
+// userStacks symbolizes user-space stacks: per process, as the same addresses mean other
+// functions in another address space, and once per stack id and process. Symbol tables
+// are read once per file (by device, inode and mtime), shared by every process mapping it.
+type userStacks struct {
+	src      StackSource
+	procRoot string
+	fs       procfs.FS
+	procs    map[int32]*procUser
+	files    map[fileID]*fileSymbols
+	swept    time.Time
+}
+
+type fileSymbols struct {
+	syms *elfSymbols // nil: not an ELF file threadcap can read
+	used time.Time
+}
+
+func newUserStacks(src StackSource, procRoot string) (*userStacks, error) {
+	fs, err := procfs.NewFS(procRoot)
+	if err != nil {
+		return nil, err
+	}
+	return &userStacks{src: src, procRoot: procRoot, fs: fs, procs: map[int32]*procUser{},
+		files: map[fileID]*fileSymbols{}}, nil
+}
+
+// get returns user stack id of th's process, symbolized; nil when it cannot be read.
+func (u *userStacks) get(th *state.Thread, now time.Time) *state.Stack {
+	p := u.procs[th.Pid]
+	if p == nil || p.execGen != th.ExecGen {
+		p = &procUser{execGen: th.ExecGen, byID: map[uint16]*state.Stack{}}
+		u.procs[th.Pid] = p
+	}
+	p.used = now
+	if st, ok := p.byID[th.UserStack]; ok {
+		return st
+	}
+	ips, err := u.src.Stack(th.UserStack)
+	if err != nil || len(ips) == 0 {
+		return nil
+	}
+	frames := make([]string, len(ips))
+	for i, ip := range ips {
+		frames[len(ips)-1-i] = u.frame(th.Pid, p, ip, now)
+	}
+	st := state.NewStack(frames)
+	p.byID[th.UserStack] = st
+	return st
+}
+
+// frame names the function at ip in process pid: its symbol, or the file's name in
+// brackets when it has none, [anon] for anonymous memory (JIT code), [unknown] otherwise.
+func (u *userStacks) frame(pid int32, p *procUser, ip uint64, now time.Time) string {
+	m := p.mapping(ip)
+	if m == nil {
+		// Mapped since the maps were read (a library loaded later): read them again.
+		p.maps = u.readMaps(pid)
+		if m = p.mapping(ip); m == nil {
+			return "[unknown]"
+		}
+	}
+	if m.Pathname == "" || m.Pathname[0] == '[' {
+		return "[anon]"
+	}
+	if syms := u.symbols(pid, m, now); syms != nil {
+		if name := syms.name(ip - uint64(m.StartAddr) + uint64(m.Offset)); name != "" {
+			return name
+		}
+	}
+	return "[" + filepath.Base(m.Pathname) + "]"
+}
+
+func (p *procUser) mapping(ip uint64) *procfs.ProcMap {
+	i := sort.Search(len(p.maps), func(i int) bool { return uint64(p.maps[i].EndAddr) > ip })
+	if i < len(p.maps) && uint64(p.maps[i].StartAddr) <= ip {
+		return p.maps[i]
+	}
+	return nil
+}
+
+func (u *userStacks) readMaps(pid int32) []*procfs.ProcMap {
+	proc, err := u.fs.Proc(int(pid))
+	if err != nil {
+		return nil
+	}
+	maps, err := proc.ProcMaps()
+	if err != nil {
+		return nil
+	}
+	sort.Slice(maps, func(i, j int) bool { return maps[i].StartAddr < maps[j].StartAddr })
+	return maps
+}
+
+// symbols reads the mapped file through /proc/PID/map_files, which reaches it whatever the
+// process's mount namespace, and even once deleted (an upgraded package).
+func (u *userStacks) symbols(pid int32, m *procfs.ProcMap, now time.Time) *elfSymbols {
+	path := filepath.Join(u.procRoot, strconv.Itoa(int(pid)), "map_files",
+		fmt.Sprintf("%x-%x", m.StartAddr, m.EndAddr))
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return nil
+	}
+	id := fileID{uint64(st.Dev), st.Ino, st.Mtim.Nano()}
+	f := u.files[id]
+	if f == nil {
+		syms, _ := readELFSymbols(path)
+		f = &fileSymbols{syms: syms}
+		u.files[id] = f
+	}
+	f.used = now
+	return f.syms
+}
+
+// exited forgets a process whose main thread has exited.
+func (u *userStacks) exited(pid int32) { delete(u.procs, pid) }
+
+// expire forgets processes and symbol tables no stack needed for idleProcess, at most
+// once a minute.
+func (u *userStacks) expire(now time.Time) {
+	if now.Sub(u.swept) < time.Minute {
+		return
+	}
+	u.swept = now
+	for pid, p := range u.procs {
+		if now.Sub(p.used) > idleProcess {
+			delete(u.procs, pid)
+		}
+	}
+	for id, f := range u.files {
+		if now.Sub(f.used) > idleProcess {
+			delete(u.files, id)
+		}
+	}
+}
