@@ -3,6 +3,8 @@
 package sampler_test
 
 import (
+	"context"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -10,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/threadcap/threadcap/bpf"
+	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/report"
 	"github.com/threadcap/threadcap/sampler"
 	"github.com/threadcap/threadcap/state"
 	"github.com/threadcap/threadcap/test/privileged"
@@ -142,4 +148,47 @@ func TestUserStackOfSleepingGoThread(t *testing.T) {
 	if row.KernelStack == nil || row.Wchan == "" {
 		t.Errorf("a thread asleep, with stacks captured at every sleep, has no kernel stack: %+v", row)
 	}
+}
+
+// TestFoldedStacksOfAVforkParent samples a vfork parent into hour files, as the daemon
+// does, and expects threadcap report --folded to show it waiting in vfork.
+func TestFoldedStacksOfAVforkParent(t *testing.T) {
+	privileged.Require(t)
+	tr, err := bpf.Open(bpf.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	parent := workload.VforkParent(t, 5*time.Second)
+	dir := t.TempDir()
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	w, err := output.New(output.Config{Dir: dir, Log: logrus.NewEntry(log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	s, err := sampler.New(sampler.Config{
+		Interval: 100 * time.Millisecond, Filter: sampler.Filter{Pids: []int32{int32(parent.Pid)}},
+		Self: -1, Mono: bpf.Now, Wall: time.Now, Stacks: tr, Log: logrus.NewEntry(log),
+	}, tr, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stacks, _, err := report.Folded(dir, report.Query{Window: report.Window{From: from.Add(-time.Second), To: time.Now().Add(time.Second)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range stacks {
+		if strings.HasPrefix(st.Frames, "vfork_parent;") && strings.Contains(st.Frames, "sys_vfork;") {
+			return
+		}
+	}
+	t.Errorf("no folded stack of vfork_parent through the vfork syscall in %+v", stacks)
 }

@@ -26,6 +26,8 @@ type reportConfig struct {
 	Dir    string
 	Query  report.Query
 	Format string
+	// Folded prints folded stacks instead of a breakdown.
+	Folded bool
 }
 
 func reportCommand(args []string) int {
@@ -56,6 +58,7 @@ func parseReportFlags(args []string, now time.Time) (reportConfig, error) {
 	fs.IntVar(&cfg.Query.Top, "top", cfg.Query.Top, "groups to list (0: all)")
 	fs.StringVar(&timeline, "timeline", "", "minute or second: active threads per minute or second by state, instead of groups")
 	fs.StringVar(&format, "format", report.FormatTable, "table, csv or json")
+	fs.BoolVar(&cfg.Folded, "folded", false, "folded stacks of the rows that have one (process;user frames;kernel frames count), for flame graph tools")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -78,6 +81,9 @@ func parseReportFlags(args []string, now time.Time) (reportConfig, error) {
 	if cfg.Format, err = report.ParseFormat(format); err != nil {
 		errs = append(errs, err)
 	}
+	if cfg.Folded && timeline != "" {
+		errs = append(errs, errors.New("--folded and --timeline ask for different reports; give one"))
+	}
 	if len(errs) == 0 {
 		errs = append(errs, cfg.Query.Validate())
 	}
@@ -93,6 +99,13 @@ func parseReportFlags(args []string, now time.Time) (reportConfig, error) {
 // runReport reads the files and writes the report to out. It needs no privilege beyond
 // reading the files.
 func runReport(cfg reportConfig, out io.Writer) error {
+	if cfg.Folded {
+		stacks, _, err := report.Folded(cfg.Dir, cfg.Query)
+		if err != nil {
+			return err
+		}
+		return report.RenderFolded(out, stacks)
+	}
 	r, err := report.Run(cfg.Dir, cfg.Query)
 	if err != nil {
 		return err

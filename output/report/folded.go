@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package report
+
+import (
+	"bufio"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Stack columns, and the files that hold their frames: threadcap_stacks_<hour>, next to
+// the samples of the same hour.
+const (
+	colProcess     = "process"
+	colUserStack   = "user_stack"
+	colKernelStack = "kernel_stack"
+	stacksPrefix   = "threadcap_stacks_"
+)
+
+// FoldedStack is one line of folded output: a stack and how many rows showed it.
+type FoldedStack struct {
+	// Frames are the process name, then the user frames, then the kernel frames, outermost
+	// first and ';'-separated: the form flame graph tools read.
+	Frames string
+	Count  int64
+}
+
+// Folded answers q's window and filter as folded stacks, the most frequent first. Rows
+// without a stack (threads on CPU, and off CPU in states stacks were not captured for)
+// are left out; Result.Rows counts them all.
+func Folded(dir string, q Query) ([]FoldedStack, *Result, error) {
+	q.By, q.Step, q.Top = []string{colProcess, colUserStack, colKernelStack}, 0, 0
+	r, err := Run(dir, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	frames := map[string]string{}
+	for _, path := range r.Files {
+		if err := readStacks(path, frames); err != nil {
+			return nil, nil, err
+		}
+	}
+	counts := map[string]int64{}
+	for _, g := range r.Groups {
+		process, user, kernel := g.Values[0], g.Values[1], g.Values[2]
+		if user == "" && kernel == "" {
+			continue
+		}
+		parts := []string{process}
+		for _, hash := range []string{user, kernel} {
+			if hash == "" {
+				continue
+			}
+			f, ok := frames[hash]
+			if !ok {
+				// The stacks file of its hour is gone or was cut short: still counted.
+				f = "[stack " + hash + "]"
+			}
+			parts = append(parts, f)
+		}
+		counts[strings.Join(parts, ";")] += g.Rows
+	}
+	stacks := make([]FoldedStack, 0, len(counts))
+	for f, n := range counts {
+		stacks = append(stacks, FoldedStack{Frames: f, Count: n})
+	}
+	slices.SortFunc(stacks, func(a, b FoldedStack) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Frames, b.Frames))
+	})
+	return stacks, r, nil
+}
+
+// readStacks adds the stacks of the hour of samples file path to frames, whichever of
+// plain or compressed its stacks file is (they are compressed apart).
+func readStacks(samples string, frames map[string]string) error {
+	dir, name := filepath.Split(samples)
+	hour, _, ok := ParseHourName(name)
+	if !ok {
+		return nil
+	}
+	base := filepath.Join(dir, stacksPrefix+hour.UTC().Format(hourLayout))
+	for _, suffix := range []string{suffixCSV, suffixGzip, suffixZstd} {
+		rc, err := openHourFile(base + suffix)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = readStackLines(rc, frames)
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", base+suffix, err)
+		}
+	}
+	return nil
+}
+
+// readStackLines reads "hash,frames" lines after the header; a line cut short by a crash,
+// or not of that shape, is skipped.
+func readStackLines(r io.Reader, frames map[string]string) error {
+	rr := newRecordReader(r)
+	if _, err := rr.Read(); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		return err
+	}
+	for {
+		fields, err := rr.Read()
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, ErrBareQuote) || errors.Is(err, ErrQuote):
+			continue
+		case err != nil:
+			return err
+		}
+		if len(fields) == 2 {
+			frames[string(fields[0])] = string(value(fields, 1, true))
+		}
+	}
+}
+
+// RenderFolded writes one "frames count" line per stack.
+func RenderFolded(w io.Writer, stacks []FoldedStack) error {
+	bw := bufio.NewWriter(w)
+	for _, s := range stacks {
+		bw.WriteString(s.Frames)
+		bw.WriteByte(' ')
+		bw.WriteString(strconv.FormatInt(s.Count, 10))
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
