@@ -221,9 +221,15 @@ func checkTypes(t *testing.T, conn *sql.Conn, path string) {
 // query reads a file as analysts would, in file order, one map per row.
 func query(t *testing.T, conn *sql.Conn, path string) []map[string]any {
 	t.Helper()
-	rows, err := conn.QueryContext(context.Background(), "SELECT * FROM "+readCSV(path))
+	return run(t, conn, "SELECT * FROM "+readCSV(path))
+}
+
+// run executes one statement and returns its rows, one map per row.
+func run(t *testing.T, conn *sql.Conn, statement string) []map[string]any {
+	t.Helper()
+	rows, err := conn.QueryContext(context.Background(), statement)
 	if err != nil {
-		t.Fatalf("reading %s: %v", path, err)
+		t.Fatalf("%v in\n%s", err, statement)
 	}
 	defer rows.Close()
 	names, err := rows.Columns()
@@ -247,7 +253,7 @@ func query(t *testing.T, conn *sql.Conn, path string) []map[string]any {
 		out = append(out, row)
 	}
 	if err := rows.Err(); err != nil {
-		t.Fatalf("reading %s: %v", path, err)
+		t.Fatalf("%v in\n%s", err, statement)
 	}
 	return out
 }

@@ -71,8 +71,9 @@ func TestTimeTravel(t *testing.T) {
 // spinner's CPU seconds are the kernel's.
 func checkBreakdown(t *testing.T, rec *Recording) {
 	b := report(t, rec, "--by", "pid,process,state,syscall", "--top", "0")
-	if want := int64(rec.To.Sub(rec.From) / Interval); b.Ticks < want*8/10 || b.Ticks > want {
-		t.Errorf("%d ticks in the window, want %d (a loaded machine may skip a few)", b.Ticks, want)
+	// A loaded machine skips ticks, so only the most there can be is certain.
+	if most := int64(rec.To.Sub(rec.From) / Interval); b.Ticks < 1 || b.Ticks > most {
+		t.Errorf("%d ticks in the window, want 1 to %d", b.Ticks, most)
 	}
 	type seen struct {
 		avg    float64 // average threads over all the states and syscalls seen

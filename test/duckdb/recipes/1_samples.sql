@@ -1,0 +1,13 @@
+-- Every hour file, plain and compressed, as one view with the documented column types
+-- (no type guessing). Paste it once per DuckDB session; the path is where threadcap writes
+-- (/var/lib/threadcap for the service).
+CREATE OR REPLACE VIEW samples AS
+SELECT * FROM read_csv('data/threadcap_samples_*.csv*', header = true, columns = {
+    'sample_time': 'TIMESTAMPTZ', 'pid': 'INTEGER', 'tid': 'INTEGER', 'process': 'VARCHAR',
+    'thread': 'VARCHAR', 'user': 'VARCHAR', 'state': 'VARCHAR', 'state_us': 'BIGINT',
+    'syscall': 'VARCHAR', 'syscall_us': 'BIGINT', 'syscall_cpu_us': 'BIGINT',
+    'syscall_args': 'VARCHAR', 'cpu': 'INTEGER', 'on_cpu_us': 'BIGINT', 'runnable_us': 'BIGINT',
+    'sleeping_us': 'BIGINT', 'uninterruptible_us': 'BIGINT', 'stopped_us': 'BIGINT',
+    'voluntary_switches': 'BIGINT', 'involuntary_switches': 'BIGINT', 'exe': 'VARCHAR',
+    'seeded': 'BOOLEAN', 'wchan': 'VARCHAR', 'cgroup': 'VARCHAR', 'fd_target': 'VARCHAR',
+    'kernel_stack': 'VARCHAR', 'user_stack': 'VARCHAR'});

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package duckdb_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/test/timetravel"
+)
+
+// The recipes name an example window and directory, which the test replaces with its own.
+const (
+	exampleDir  = "'data/threadcap_samples_*.csv*'"
+	exampleFrom = "'2026-11-21 03:10:00'"
+	exampleTo   = "'2026-11-21 03:15:00'"
+)
+
+// recipe is one file of recipes/, in the README's order (the order of their names).
+type recipe struct {
+	name, sql string
+}
+
+func recipes(t *testing.T) []recipe {
+	t.Helper()
+	paths, err := filepath.Glob("recipes/*.sql")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no recipes: %v", err)
+	}
+	sort.Strings(paths)
+	var out []recipe
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, recipe{strings.TrimSuffix(filepath.Base(p), ".sql"), string(b)})
+	}
+	return out
+}
+
+// TestREADMEShowsTheRecipes keeps the README's copy, what people paste, equal to the files
+// the engine runs below.
+func TestREADMEShowsTheRecipes(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok1 := strings.Cut(string(readme), "<!-- recipes:begin")
+	_, rest, ok2 := strings.Cut(rest, "-->\n")
+	shown, _, ok3 := strings.Cut(rest, "<!-- recipes:end -->")
+	if !ok1 || !ok2 || !ok3 {
+		t.Fatal("README.md has no <!-- recipes:begin --> ... <!-- recipes:end --> section")
+	}
+	var want strings.Builder
+	want.WriteString("```sql\n")
+	for i, r := range recipes(t) {
+		if i > 0 {
+			want.WriteString("\n")
+		}
+		want.WriteString(r.sql)
+	}
+	want.WriteString("```\n")
+	if shown != want.String() {
+		t.Errorf("README.md's recipes differ from test/duckdb/recipes; paste these:\n%s", want.String())
+	}
+}
+
+// TestSamplesViewHasTheSchema keeps the view's column types equal to the schema's.
+func TestSamplesViewHasTheSchema(t *testing.T) {
+	view := recipes(t)[0]
+	compact := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	if !strings.Contains(compact(view.sql), compact("columns = "+output.DuckDBColumns())) {
+		t.Errorf("recipes/%s.sql does not list the schema's columns; use\ncolumns = %s", view.name, output.DuckDBColumns())
+	}
+}
+
+// TestRecipesAnswer runs every recipe on files the daemon wrote about a known workload, and
+// checks the answers.
+func TestRecipesAnswer(t *testing.T) {
+	rec := timetravel.Record(t)
+	ctx := context.Background()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	answers := map[string][]map[string]any{}
+	window := strings.NewReplacer(
+		exampleDir, "'"+filepath.Join(rec.Dir, "threadcap_samples_*.csv*")+"'",
+		exampleFrom, "'"+rec.From.Format("2006-01-02 15:04:05.999999-07:00")+"'",
+		exampleTo, "'"+rec.To.Format("2006-01-02 15:04:05.999999-07:00")+"'")
+	for _, r := range recipes(t) {
+		answers[r.name] = run(t, conn, window.Replace(r.sql))
+		t.Logf("%s: %v", r.name, answers[r.name])
+	}
+	ticks := run(t, conn, window.Replace("SELECT count(DISTINCT sample_time) AS n FROM samples WHERE sample_time >= "+
+		exampleFrom+" AND sample_time < "+exampleTo))[0]["n"].(int64)
+	seconds := rec.To.Sub(rec.From).Seconds()
+
+	t.Run("top waits", func(t *testing.T) {
+		got := answers["2_top_waits"]
+		want := map[string]float64{"uninterruptible vfork": 1, "sleeping " + sleepSyscall(got): 1}
+		for _, row := range got {
+			key := str(row["state"]) + " " + str(row["syscall"])
+			if w, ok := want[key]; ok && row["avg_threads"] != w {
+				t.Errorf("%s: %v threads on average, want %v", key, row["avg_threads"], w)
+			}
+			delete(want, key)
+			// Two spinners on one CPU: one of them waits at every tick.
+			if key == "runnable " && num(row["avg_threads"]) < 0.5 {
+				t.Errorf("runnable: %v threads on average, want at least 0.5", row["avg_threads"])
+			}
+		}
+		if len(want) > 0 || len(got) == 0 || num(got[0]["avg_threads"]) < 1 {
+			t.Errorf("top waits %v: missing %v", got, want)
+		}
+	})
+	t.Run("D state", func(t *testing.T) {
+		got := answers["3_d_state"]
+		if len(got) != 1 || got[0]["pid"] != int32(rec.VforkParent) || got[0]["syscall"] != "vfork" ||
+			got[0]["process"] != timetravel.VforkName || got[0]["ticks"] != ticks {
+			t.Errorf("D-state threads %v, want only the vfork parent %d, in vfork, at all %d ticks", got, rec.VforkParent, ticks)
+		}
+	})
+	t.Run("CPU by minute", func(t *testing.T) {
+		var spinnerS float64
+		for _, row := range answers["4_cpu_by_minute"] {
+			switch row["process"] {
+			case timetravel.SpinnerName:
+				spinnerS += num(row["cpu_s"])
+			case timetravel.HogName:
+			default:
+				// The sleeper and the vfork parent (NULL: seeded) hardly run.
+				if num(row["cpu_s"]) > 0.05 {
+					t.Errorf("%v ran %v CPU seconds in the minute from %v, want next to nothing", row["process"], row["cpu_s"], row["minute"])
+				}
+			}
+		}
+		// The whole run holds the window, whose CPU time schedstat measured.
+		if spinnerS < 0.95*rec.SpinnerCPU.Seconds() {
+			t.Errorf("the spinner ran %.3f CPU seconds by the minute, less than the %.3f of the window alone", spinnerS, rec.SpinnerCPU.Seconds())
+		}
+	})
+	t.Run("CPU starvation", func(t *testing.T) {
+		got := answers["5_cpu_starvation"]
+		if len(got) < 2 || !sameSet([]string{str(got[0]["process"]), str(got[1]["process"])}, timetravel.SpinnerName, timetravel.HogName) {
+			t.Fatalf("starvation %v, want the two spinners first", got)
+		}
+		for _, row := range got[:2] {
+			if num(row["runnable_s"]) < 0.2*seconds || num(row["waiting_share"]) < 0.2 {
+				t.Errorf("%v waited %v s (share %v) in %v s, want a good part of it", row["process"], row["runnable_s"], row["waiting_share"], seconds)
+			}
+		}
+		for _, row := range got[2:] {
+			// NULL for the vfork parent: seeded from /proc, it has no accounted times.
+			if num(row["runnable_s"]) > 0.1 {
+				t.Errorf("%v waited %v s for a CPU, want next to nothing", row["process"], row["runnable_s"])
+			}
+		}
+	})
+	t.Run("long syscalls", func(t *testing.T) {
+		got := answers["6_long_syscalls"]
+		for _, row := range got {
+			if row["pid"] == int32(rec.Sleeper) {
+				// Asleep since before the window began, so longer than the window at its end.
+				if num(row["longest_s"]) < seconds || row["syscall"] != sleepSyscall(got) {
+					t.Errorf("sleeper: %v, want in %s for more than %v s", row, sleepSyscall(got), seconds)
+				}
+				return
+			}
+		}
+		t.Errorf("long syscalls %v, want the sleeper", got)
+	})
+}
+
+// sleepSyscall is the syscall sleep(1) sleeps in: clock_nanosleep with glibc, nanosleep
+// with other C libraries.
+func sleepSyscall(rows []map[string]any) string {
+	for _, row := range rows {
+		if row["syscall"] == "nanosleep" {
+			return "nanosleep"
+		}
+	}
+	return "clock_nanosleep"
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// num is a DOUBLE of an answer; NULL reads as 0.
+func num(v any) float64 {
+	f, _ := v.(float64)
+	return f
+}
+
+func sameSet(got []string, want ...string) bool {
+	sort.Strings(got)
+	sort.Strings(want)
+	return strings.Join(got, ",") == strings.Join(want, ",")
+}
