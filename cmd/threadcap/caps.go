@@ -12,10 +12,11 @@ import (
 
 // Capability numbers (linux/capability.h).
 const (
-	capSysPtrace = 19
-	capSysAdmin  = 21
-	capPerfmon   = 38
-	capBPF       = 39
+	capDacReadSearch = 2
+	capSysPtrace     = 19
+	capSysAdmin      = 21
+	capPerfmon       = 38
+	capBPF           = 39
 )
 
 // capability is one that threadcap needs to run.
@@ -30,6 +31,13 @@ type capability struct {
 var neededCaps = []capability{
 	{"CAP_BPF", capBPF, "load the programs and create their maps"},
 	{"CAP_PERFMON", capPerfmon, "attach tracing programs and read kernel memory"},
+}
+
+// usefulCaps are not needed to run, but without them the rows of other users' processes
+// miss columns: /proc hides those files from a process that is not their owner.
+var usefulCaps = []capability{
+	{"CAP_SYS_PTRACE", capSysPtrace, "exe and wchan of other users' processes"},
+	{"CAP_DAC_READ_SEARCH", capDacReadSearch, "syscall of seeded threads and fd_target of other users' processes"},
 }
 
 // effectiveCaps reads this process's effective capability set.

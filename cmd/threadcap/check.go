@@ -114,8 +114,10 @@ func checkCaps() checkResult {
 		r.detail = "root"
 	default:
 		r.detail = "CAP_BPF and CAP_PERFMON"
-		if !has(caps, capSysPtrace) {
-			r.detail += " (without CAP_SYS_PTRACE, rows of other users' processes have no exe, and seeded threads no syscall)"
+		for _, c := range usefulCaps {
+			if !has(caps, c.bit) {
+				r.detail += "; without " + c.name + ", no " + c.why
+			}
 		}
 	}
 	return r

@@ -27,12 +27,13 @@ type Config struct {
 	All      bool    `yaml:"all"`
 	Syscalls string  `yaml:"syscalls"`
 	// Pids, Processes and Cgroups, when set, keep only the threads of matching processes.
-	Pids      []int32      `yaml:"pids"`
-	Processes []string     `yaml:"processes"`
-	Cgroups   []string     `yaml:"cgroups"`
-	Capacity  uint32       `yaml:"capacity"`
-	Log       LogConfig    `yaml:"log"`
-	Output    OutputConfig `yaml:"output"`
+	Pids      []int32       `yaml:"pids"`
+	Processes []string      `yaml:"processes"`
+	Cgroups   []string      `yaml:"cgroups"`
+	Capacity  uint32        `yaml:"capacity"`
+	Columns   ColumnsConfig `yaml:"columns"`
+	Log       LogConfig     `yaml:"log"`
+	Output    OutputConfig  `yaml:"output"`
 
 	// origins says where a key's value came from ("FILE:LINE" or "--flag"), so that an
 	// error points at what to fix. Keys left at their default are absent.
@@ -40,6 +41,13 @@ type Config struct {
 	// undecoded are keys whose value in the file was unreadable: already reported, and
 	// left at their default, so Validate does not report them again.
 	undecoded map[string]bool
+}
+
+// ColumnsConfig turns off the columns that cost a /proc read: a machine with very many
+// short-lived cgroups or descriptors may not want to pay for them.
+type ColumnsConfig struct {
+	Cgroup   bool `yaml:"cgroup"`
+	FdTarget bool `yaml:"fd_target"`
 }
 
 // LogConfig is how threadcap logs.
@@ -87,6 +95,7 @@ func defaultConfig() Config {
 		Hz:       1,
 		Syscalls: string(bpf.SyscallsFull),
 		Capacity: bpf.DefaultCapacity,
+		Columns:  ColumnsConfig{Cgroup: true, FdTarget: true},
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Output: OutputConfig{
 			Compress:      output.CompressGzip,
@@ -241,6 +250,7 @@ func (c *Config) fields() logrus.Fields {
 	return logrus.Fields{
 		"dir": c.Dir, "hz": c.Hz, "all": c.All, "syscalls": c.Syscalls, "pids": c.Pids,
 		"processes": c.Processes, "cgroups": c.Cgroups, "capacity": c.Capacity,
+		"columns.cgroup": c.Columns.Cgroup, "columns.fd_target": c.Columns.FdTarget,
 		"log.level": c.Log.Level, "log.format": c.Log.Format,
 		"output.compress": o.Compress, "output.file_mode": o.FileMode.String(),
 		"output.dir_mode": o.DirMode.String(), "output.group": o.Group,

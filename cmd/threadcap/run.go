@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -92,10 +93,12 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 	defer func() { err = errors.Join(err, tracker.Close()) }()
 
 	s, err := sampler.New(sampler.Config{
-		Interval: cfg.Interval(),
-		Filter:   filterOf(&cfg),
-		Self:     int32(os.Getpid()),
-		Mono:     bpf.Now, Wall: time.Now,
+		Interval:   cfg.Interval(),
+		Filter:     filterOf(&cfg),
+		Self:       int32(os.Getpid()),
+		NoCgroup:   !cfg.Columns.Cgroup,
+		NoFdTarget: !cfg.Columns.FdTarget,
+		Mono:       bpf.Now, Wall: time.Now,
 		Stacks: tracker,
 		Log:    logrus.WithField(fieldComponent, "sampler"),
 	}, tracker, writer)
@@ -107,19 +110,30 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 	}
 
 	d := &daemon{opts: opts, cfg: cfg, sampler: s, writer: writer, log: log}
+	// The reloader and the counter watcher use the sampler, writer and tracker: they end
+	// before those are closed.
 	bg, stopBg := context.WithCancel(ctx)
-	defer stopBg()
-	go d.reloadOn(bg, hup)
-	go watchCounters(bg, tracker, logrus.WithField(fieldComponent, "bpf"))
+	var background sync.WaitGroup
+	background.Go(func() { d.reloadOn(bg, hup) })
+	background.Go(func() { watchCounters(bg, tracker, logrus.WithField(fieldComponent, "bpf")) })
 
 	notify(log, "READY=1")
 	err = s.Run(ctx)
 	notify(log, "STOPPING=1")
+	stopBg()
+	background.Wait()
+	// Closed here rather than by the deferred calls (which then do nothing), to log how
+	// long each step of stopping took.
+	began := time.Now()
+	err = errors.Join(err, tracker.Close())
+	detached := time.Now()
+	err = errors.Join(err, writer.Close())
 	st := s.Stats()
 	log.WithFields(logrus.Fields{
 		fieldTicks: st.Ticks, "rows": st.Rows, "skipped_ticks": st.SkippedTicks,
 		"written_rows": writer.WrittenRows(), "dropped_rows": writer.DroppedRows(),
-	}).Info("stopping")
+		"detach_ms": detached.Sub(began).Milliseconds(), "flush_ms": time.Since(detached).Milliseconds(),
+	}).Info("stopped")
 	return err
 }
 
