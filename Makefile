@@ -1,18 +1,21 @@
 # SPDX-License-Identifier: Apache-2.0
 PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
 GO ?= go
 # Pinned: the committed BPF objects are what this exact compiler produces.
 CLANG ?= clang-19
 STRIP ?= llvm-strip-19
 
-.PHONY: build test lint fuzz generate check-generated install-clang vendor-headers bench
+.PHONY: build install verify-unit test lint fuzz generate check-generated install-clang vendor-headers bench
 
 build:
 	$(GO) build -o threadcap ./cmd/threadcap
 
 # Everything CI runs. Privileged tests load BPF programs and need root (under CI=true they
 # fail rather than skip). Packages run one at a time (-p 1): their spinners measure CPU shares.
-test: lint check-generated
+test: lint check-generated verify-unit
 	$(GO) test -race -p 1 -count=1 ./...
 	cd test/duckdb && $(GO) test -count=1 ./...
 	$(MAKE) fuzz
@@ -27,6 +30,31 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
 		done; \
 	done
+
+# Installs the binary, the systemd unit (its paths rewritten for BINDIR and SYSCONFDIR)
+# and the config, unless one is there already: that one is the administrator's. The binary
+# is built first when missing; `make build && sudo make install` keeps go out of sudo.
+install:
+	@test -x threadcap || $(MAKE) --no-print-directory build
+	install -D -m 0755 threadcap $(DESTDIR)$(BINDIR)/threadcap
+	install -d $(DESTDIR)$(UNITDIR)
+	sed -e 's|/usr/local/bin/threadcap|$(BINDIR)/threadcap|' -e 's|/etc/threadcap/|$(SYSCONFDIR)/threadcap/|' \
+		deploy/threadcap.service > $(DESTDIR)$(UNITDIR)/threadcap.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/threadcap.service
+	test -e $(DESTDIR)$(SYSCONFDIR)/threadcap/threadcap.yaml || \
+		install -D -m 0644 configs/threadcap.yaml $(DESTDIR)$(SYSCONFDIR)/threadcap/threadcap.yaml
+
+# Checks the unit as make install writes it: systemd-analyze verify wants its ExecStart
+# binary to exist, so this installs under .verify/ and verifies that copy.
+verify-unit:
+	@command -v systemd-analyze >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null)
+	rm -rf .verify
+	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/.verify SYSCONFDIR=$(CURDIR)/.verify/etc
+	@# verify exits 0 on unknown or misspelt keys, only warning: any output is a failure.
+	@out=$$(systemd-analyze verify .verify/lib/systemd/system/threadcap.service 2>&1); \
+		test -z "$$out" || (echo "$$out" >&2; echo "systemd-analyze verify: fix deploy/threadcap.service" >&2; exit 1)
+	@systemd-analyze security --offline=true .verify/lib/systemd/system/threadcap.service | tail -1
 
 lint:
 	@test -z "$$(gofmt -l .)" || (gofmt -l . >&2; echo "gofmt needed on the files above" >&2; exit 1)
