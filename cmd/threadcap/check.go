@@ -126,14 +126,13 @@ func checkCaps() checkResult {
 // checkLoad loads and attaches the programs as `run` would, then detaches them.
 func checkLoad(cfg *Config) checkResult {
 	r := checkResult{name: "bpf programs"}
-	mode, _ := bpf.ParseSyscallMode(cfg.Syscalls) // checked by Validate
-	t, err := bpf.Open(bpf.Config{Capacity: cfg.Capacity, Syscalls: mode})
+	t, err := bpf.Open(cfg.trackerConfig())
 	if err != nil {
 		r.detail = "loading and attaching failed: " + err.Error()
 		r.fix = "see the capabilities and BTF lines above; a verifier log means this kernel rejects the programs: report it with uname -r"
 		return r
 	}
-	r.detail = fmt.Sprintf("loaded and attached (syscalls %s, capacity %d)", mode, t.Capacity())
+	r.detail = fmt.Sprintf("loaded and attached (syscalls %s, stacks %s, capacity %d)", cfg.Syscalls, cfg.Stacks.Kernel, t.Capacity())
 	if err := t.Close(); err != nil {
 		r.detail, r.fix = "detaching failed: "+err.Error(), "report it with uname -r"
 	}

@@ -32,6 +32,7 @@ type Config struct {
 	Cgroups   []string      `yaml:"cgroups"`
 	Capacity  uint32        `yaml:"capacity"`
 	Columns   ColumnsConfig `yaml:"columns"`
+	Stacks    StacksConfig  `yaml:"stacks"`
 	Log       LogConfig     `yaml:"log"`
 	Output    OutputConfig  `yaml:"output"`
 
@@ -48,6 +49,14 @@ type Config struct {
 type ColumnsConfig struct {
 	Cgroup   bool `yaml:"cgroup"`
 	FdTarget bool `yaml:"fd_target"`
+}
+
+// StacksConfig is which stacks the kernel side captures, and how many distinct ones it
+// keeps.
+type StacksConfig struct {
+	Kernel  string `yaml:"kernel"`
+	User    bool   `yaml:"user"`
+	Entries uint32 `yaml:"entries"`
 }
 
 // LogConfig is how threadcap logs.
@@ -96,6 +105,7 @@ func defaultConfig() Config {
 		Syscalls: string(bpf.SyscallsFull),
 		Capacity: bpf.DefaultCapacity,
 		Columns:  ColumnsConfig{Cgroup: true, FdTarget: true},
+		Stacks:   StacksConfig{Kernel: string(bpf.StacksUninterruptible), Entries: bpf.DefaultStackEntries},
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Output: OutputConfig{
 			Compress:      output.CompressGzip,
@@ -198,6 +208,12 @@ func (c *Config) Validate() error {
 	if c.Capacity == 0 || c.Capacity > maxCapacity {
 		bad("capacity", "%d is out of range: use 1 to %d threads", c.Capacity, maxCapacity)
 	}
+	if _, err := bpf.ParseStackMode(c.Stacks.Kernel); err != nil {
+		bad("stacks.kernel", "%q is not a mode: use %s, %s or %s", c.Stacks.Kernel, bpf.StacksUninterruptible, bpf.StacksOffCPU, bpf.StacksOff)
+	}
+	if c.Stacks.Entries == 0 || c.Stacks.Entries > bpf.MaxStackEntries {
+		bad("stacks.entries", "%d is out of range: use 1 to %d distinct stacks", c.Stacks.Entries, bpf.MaxStackEntries)
+	}
 	if _, err := logrus.ParseLevel(c.Log.Level); err != nil {
 		bad("log.level", "%q is not a level: use debug, info, warn or error", c.Log.Level)
 	}
@@ -234,6 +250,14 @@ func (o *OutputConfig) validate(c *Config) []error {
 	return errs
 }
 
+// trackerConfig is what the kernel side is loaded with.
+func (c *Config) trackerConfig() bpf.Config {
+	// Both modes are checked by Validate.
+	syscalls, _ := bpf.ParseSyscallMode(c.Syscalls)
+	stacks, _ := bpf.ParseStackMode(c.Stacks.Kernel)
+	return bpf.Config{Capacity: c.Capacity, Syscalls: syscalls, Stacks: stacks, UserStacks: c.Stacks.User, StackEntries: c.Stacks.Entries}
+}
+
 // outputConfig is what the writer is opened with.
 func (c *Config) outputConfig(log *logrus.Entry) output.Config {
 	o := c.Output
@@ -251,6 +275,7 @@ func (c *Config) fields() logrus.Fields {
 		"dir": c.Dir, "hz": c.Hz, "all": c.All, "syscalls": c.Syscalls, "pids": c.Pids,
 		"processes": c.Processes, "cgroups": c.Cgroups, "capacity": c.Capacity,
 		"columns.cgroup": c.Columns.Cgroup, "columns.fd_target": c.Columns.FdTarget,
+		"stacks.kernel": c.Stacks.Kernel, "stacks.user": c.Stacks.User, "stacks.entries": c.Stacks.Entries,
 		"log.level": c.Log.Level, "log.format": c.Log.Format,
 		"output.compress": o.Compress, "output.file_mode": o.FileMode.String(),
 		"output.dir_mode": o.DirMode.String(), "output.group": o.Group,

@@ -11,20 +11,38 @@ import (
 	"github.com/threadcap/threadcap/bpf"
 )
 
-// How often the kernel side's loss counters are read, and how often their growth may be
-// logged: a full record array lasts, and one line a minute is enough to say so.
+// How often the kernel side's loss counters are read, and how often each kind of growth
+// may be logged: a full map stays full, and one line a minute is enough to say so.
 const (
 	countersEvery   = 10 * time.Second
 	countersLogEach = time.Minute
 )
 
-// watchCounters warns when the kernel side loses threads or events because the record
-// array is full, until ctx ends.
+// lossReport is one kind of loss the kernel side counts, and what to do about it.
+type lossReport struct {
+	msg     string
+	counts  func(bpf.Counters) logrus.Fields
+	grew    func(old, now bpf.Counters) bool
+	lastLog time.Time
+	logged  bpf.Counters
+}
+
+// due says whether counters c, read at now, are to be logged: they grew since last
+// logged, and that was at least countersLogEach ago.
+func (r *lossReport) due(c bpf.Counters, now time.Time) bool {
+	if !r.grew(r.logged, c) || (!r.lastLog.IsZero() && now.Sub(r.lastLog) < countersLogEach) {
+		return false
+	}
+	r.logged, r.lastLog = c, now
+	return true
+}
+
+// watchCounters warns, at most once a minute per kind, while the kernel side loses
+// threads, events or stacks because a map is full, until ctx ends.
 func watchCounters(ctx context.Context, t *bpf.Tracker, log *logrus.Entry) {
+	reports := lossReports(t.Capacity())
 	ticker := time.NewTicker(countersEvery)
 	defer ticker.Stop()
-	var reported bpf.Counters
-	var lastLog time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -35,17 +53,28 @@ func watchCounters(ctx context.Context, t *bpf.Tracker, log *logrus.Entry) {
 				log.WithError(err).Debug("cannot read the kernel side's counters")
 				continue
 			}
-			if c == reported || now.Sub(lastLog) < countersLogEach {
-				continue
+			for _, r := range reports {
+				if r.due(c, now) {
+					log.WithFields(r.counts(c)).Warn(r.msg)
+				}
 			}
-			log.WithFields(logrus.Fields{
-				"untracked_threads":     c.UntrackedThreads,
-				"new_untracked_threads": c.UntrackedThreads - reported.UntrackedThreads,
-				"lost_updates":          c.LostUpdates,
-				"new_lost_updates":      c.LostUpdates - reported.LostUpdates,
-				"capacity":              t.Capacity(),
-			}).Warn("the thread record array is full: some threads get no rows; raise capacity")
-			reported, lastLog = c, now
 		}
 	}
+}
+
+// lossReports are the kinds of loss reported, for a record array of capacity threads.
+func lossReports(capacity uint32) []*lossReport {
+	return []*lossReport{{
+		msg: "the thread record array is full: some threads get no rows; raise capacity",
+		counts: func(c bpf.Counters) logrus.Fields {
+			return logrus.Fields{"untracked_threads": c.UntrackedThreads, "lost_updates": c.LostUpdates, "capacity": capacity}
+		},
+		grew: func(old, now bpf.Counters) bool {
+			return now.UntrackedThreads > old.UntrackedThreads || now.LostUpdates > old.LostUpdates
+		},
+	}, {
+		msg:    "stacks are lost to collisions in the stack map: some rows have no kernel_stack; raise stacks.entries",
+		counts: func(c bpf.Counters) logrus.Fields { return logrus.Fields{"lost_stacks": c.LostStacks} },
+		grew:   func(old, now bpf.Counters) bool { return now.LostStacks > old.LostStacks },
+	}}
 }

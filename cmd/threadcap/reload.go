@@ -19,7 +19,7 @@ import (
 // restartKeys are the settings a running threadcap cannot change: the kernel side is
 // sized and loaded with them, or the directory is held with them.
 var restartKeys = []string{"dir", "syscalls", "capacity", "columns.cgroup", "columns.fd_target",
-	"output.file_mode", "output.dir_mode", "output.group"}
+	"stacks.kernel", "stacks.user", "stacks.entries", "output.file_mode", "output.dir_mode", "output.group"}
 
 // daemon is what SIGHUP reconfigures.
 type daemon struct {
@@ -58,7 +58,8 @@ func (d *daemon) reload() {
 		return
 	}
 	// What needs a restart keeps its running value, so that it is reported until then.
-	next.Dir, next.Syscalls, next.Capacity, next.Columns = d.cfg.Dir, d.cfg.Syscalls, d.cfg.Capacity, d.cfg.Columns
+	next.Dir, next.Syscalls, next.Capacity = d.cfg.Dir, d.cfg.Syscalls, d.cfg.Capacity
+	next.Columns, next.Stacks = d.cfg.Columns, d.cfg.Stacks
 	next.Output.FileMode, next.Output.DirMode, next.Output.Group = d.cfg.Output.FileMode, d.cfg.Output.DirMode, d.cfg.Output.Group
 
 	setupLogging(&next)

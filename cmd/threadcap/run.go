@@ -84,8 +84,7 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 	}
 	defer func() { err = errors.Join(err, writer.Close()) }()
 
-	mode, _ := bpf.ParseSyscallMode(cfg.Syscalls) // checked by Validate
-	tracker, err := bpf.Open(bpf.Config{Capacity: cfg.Capacity, Syscalls: mode})
+	tracker, err := bpf.Open(cfg.trackerConfig())
 	if err != nil {
 		return err
 	}
