@@ -31,7 +31,7 @@ type reportConfig struct {
 }
 
 func reportCommand(args []string) int {
-	cfg, err := parseReportFlags(args, time.Now())
+	cfg, err := parseReportFlags(args, time.Now(), os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -41,10 +41,13 @@ func reportCommand(args []string) int {
 	return exitCode(runReport(cfg, os.Stdout))
 }
 
-func parseReportFlags(args []string, now time.Time) (reportConfig, error) {
+// parseReportFlags reads the flags of `threadcap report`, writing help and flag errors to
+// usage; now is what --last and times of day count from.
+func parseReportFlags(args []string, now time.Time, usage io.Writer) (reportConfig, error) {
 	cfg := reportConfig{Query: report.Query{Top: 20}}
 	var from, to, last, by, timeline, format string
 	fs := flag.NewFlagSet("threadcap report", flag.ContinueOnError)
+	fs.SetOutput(usage)
 	fs.StringVar(&cfg.Dir, "dir", "", "directory of the hour files (default ./data if it has some, else "+serviceDataDir+")")
 	fs.StringVar(&from, "from", "", "start: 2026-11-21 03:10, 03:10 (today), or RFC 3339; local time unless an offset is given")
 	fs.StringVar(&to, "to", "", "end, excluded (default now)")
