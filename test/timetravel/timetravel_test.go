@@ -104,9 +104,10 @@ func checkBreakdown(t *testing.T, rec *Recording) {
 	}
 	for _, pid := range []int{rec.Spinner, rec.Hog} {
 		// Two spinners pinned to one CPU: one runs while the other waits, never in a syscall.
+		// How often each is caught running depends on the machine's other load.
 		s := byPid[pid]
-		if s == nil || s.states["on_cpu "]+s.states["runnable "] != s.avg || s.states["on_cpu "] < 0.1 || s.states["runnable "] < 0.1 {
-			t.Errorf("spinner pid %d: %+v, want it on CPU or runnable, in user space, each a good part of the time", pid, s)
+		if s == nil || s.states["on_cpu "]+s.states["runnable "] != s.avg || s.states["on_cpu "] == 0 || s.states["runnable "] == 0 {
+			t.Errorf("spinner pid %d: %+v, want it on CPU or runnable, in user space, seen in both", pid, s)
 		}
 	}
 	if s := byPid[rec.Sleeper]; s == nil || s.states["sleeping clock_nanosleep"]+s.states["sleeping nanosleep"] != 1 {
