@@ -16,6 +16,10 @@ var (
 	ErrQuote     = errors.New(`extraneous or missing " in a quoted field`)
 )
 
+// maxRecord bounds a record with a quoted field open across lines. threadcap's longest rows
+// (a 4 KiB executable path, long stacks) are far shorter.
+const maxRecord = 1 << 20
+
 // recordReader reads RFC 4180 records, much faster than encoding/csv: a record without a
 // double quote, which is nearly every row threadcap writes, is split in place in the read
 // buffer, with no copy and no allocation. Quoted fields hold commas, doubled quotes and
@@ -60,6 +64,11 @@ func (rr *recordReader) Read() ([][]byte, error) {
 		for err == nil && quotes%2 == 1 || errors.Is(err, bufio.ErrBufferFull) {
 			if err == nil {
 				rr.next++
+				if len(rr.rec) > maxRecord {
+					// A stray quote in a damaged file would otherwise make the rest of
+					// the file one record, in memory; give up on it at a line's end.
+					return nil, ErrQuote
+				}
 			}
 			chunk, err = rr.r.ReadSlice('\n')
 			rr.rec = append(rr.rec, chunk...)

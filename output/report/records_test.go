@@ -91,6 +91,29 @@ func TestRecordReaderGoesOnAfterAMalformedRecord(t *testing.T) {
 	}
 }
 
+// TestStrayQuoteCostsOneRecord checks that a quote a damaged file leaves open takes at most
+// maxRecord with it, not the rest of the file (and all of it into memory).
+func TestStrayQuoteCostsOneRecord(t *testing.T) {
+	in := "a,\"b\n" + strings.Repeat("x,y\n", maxRecord/4+10) + "last,row\n"
+	rr := newRecordReader(strings.NewReader(in))
+	var bad int
+	var last []string
+	for {
+		fields, err := rr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			bad++
+			continue
+		}
+		last = []string{string(fields[0]), string(fields[len(fields)-1])}
+	}
+	if bad != 1 || !reflect.DeepEqual(last, []string{"last", "row"}) {
+		t.Errorf("%d malformed records, last %q; want 1 and the rows after it read, up to [last row]", bad, last)
+	}
+}
+
 // FuzzRecordReader holds the reader to encoding/csv: the same records, and an error (or an
 // unfinished last record) where encoding/csv finds the quoting broken. Inputs with a CR are
 // left out: encoding/csv turns CRLF inside a quoted field into LF, which changes the value,
