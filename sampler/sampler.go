@@ -81,6 +81,9 @@ type Stats struct {
 	Ticks        uint64
 	SkippedTicks uint64 // ticks not taken because the one before ran past them
 	Rows         uint64
+	// UntrackedThreads counts threads the kernel side had no room for, and LostUpdates the
+	// events about them; both as of the last tick, when the Source counts them.
+	UntrackedThreads, LostUpdates uint64
 }
 
 // Log field keys.
@@ -108,6 +111,7 @@ type Sampler struct {
 	stats    Stats
 	slowLog  rateLimit
 	updates  updates
+	losses   losses
 }
 
 // New makes a Sampler reading src and writing to sink.
@@ -145,6 +149,7 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 		seeded:  map[int32]*state.Thread{},
 		slowLog: rateLimit{every: time.Minute},
 		updates: newUpdates(),
+		losses:  losses{remind: rateLimit{every: time.Minute}, readFailed: rateLimit{every: time.Minute}},
 	}, nil
 }
 

@@ -62,6 +62,7 @@ func (s *Sampler) Tick(wall time.Time) error {
 	if s.ustacks != nil {
 		s.ustacks.expire(wall)
 	}
+	s.checkLosses(wall)
 	if werr := s.sink.Write(wall, s.rows); werr != nil {
 		return fmt.Errorf("writing tick %s: %w", wall.Format(time.RFC3339), werr)
 	}
