@@ -186,7 +186,9 @@ func (s *Sampler) Run(ctx context.Context) error {
 					Warn("ticks take longer than the sampling interval; skipping the ticks missed")
 			}
 		}
-		timer.Reset(time.Until(next))
+		// The injected wall clock, not time.Until, so that a test's clock (or a wall clock
+		// stepped mid-loop) agrees with the ticks it labels.
+		timer.Reset(next.Sub(s.cfg.Wall()))
 		select {
 		case <-ctx.Done():
 			return nil
