@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package reliability
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/threadcap/threadcap/test/privileged"
+)
+
+// binDir holds the threadcap binary the tests build; TestMain removes it.
+var binDir string
+
+func TestMain(m *testing.M) {
+	var err error
+	if binDir, err = os.MkdirTemp("", "threadcap-reliability"); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
+// daemonBinary builds threadcap once for the tests that run it as operators do.
+var daemonBinary = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "threadcap")
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/threadcap").CombinedOutput()
+	if err != nil {
+		return "", &buildError{err, out}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	err error
+	out []byte
+}
+
+func (e *buildError) Error() string {
+	return "building threadcap: " + e.err.Error() + "\n" + string(e.out)
+}
+
+// daemon is a running `threadcap run`, its log kept.
+type daemon struct {
+	cmd *exec.Cmd
+	log *syncBuffer
+}
+
+// startDaemon runs threadcap with args, stopped with SIGKILL when the test ends.
+func startDaemon(t *testing.T, args ...string) *daemon {
+	t.Helper()
+	privileged.Require(t)
+	bin, err := daemonBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{log: &syncBuffer{}}
+	d.cmd = exec.Command(bin, append([]string{"run"}, args...)...)
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			d.cmd.Process.Kill()
+			d.cmd.Wait()
+		}
+	})
+	return d
+}
+
+// stop sends SIGTERM and checks that threadcap exits 0.
+func (d *daemon) stop(t *testing.T) {
+	t.Helper()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	if err := d.cmd.Wait(); err != nil {
+		t.Fatalf("threadcap did not exit cleanly on SIGTERM: %v\n%s", err, d.log)
+	}
+}
+
+// kill sends SIGKILL, as the OOM killer or a power cut would end it.
+func (d *daemon) kill(t *testing.T) {
+	t.Helper()
+	d.cmd.Process.Kill()
+	d.cmd.Wait()
+}
+
+// alive fails the test if threadcap has exited.
+func (d *daemon) alive(t *testing.T) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("threadcap is no longer running: %v\n%s", err, d.log)
+	}
+}
+
+// waitLog waits up to 20 s for a log line containing part.
+func (d *daemon) waitLog(t *testing.T, part string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if strings.Contains(d.log.String(), part) {
+			return
+		}
+		d.alive(t)
+	}
+	t.Fatalf("threadcap never logged %q:\n%s", part, d.log)
+}
+
+// waitRows waits up to 20 s for the hour files in dir to hold more than n bytes of rows.
+func waitRows(t *testing.T, dir string, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var size int64
+		names, _ := filepath.Glob(filepath.Join(dir, "threadcap_samples_*.csv"))
+		for _, name := range names {
+			if fi, err := os.Stat(name); err == nil {
+				size += fi.Size()
+			}
+		}
+		if size > n {
+			return
+		}
+	}
+	t.Fatalf("the hour files in %s never grew past %d bytes", dir, n)
+}
+
+// syncBuffer is a bytes.Buffer the daemon's output goroutines and the test share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
