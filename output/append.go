@@ -61,8 +61,11 @@ func (w *Writer) appendRows(rows []state.Sample) error {
 	w.dropped.Add(uint64(len(rows) - whole))
 	if cause == causeReadOnly {
 		// Reopened at the next tick: a file system that went read-only on an error comes
-		// back only as a new mount, which the old descriptor would never see.
-		return w.closeFile()
+		// back only as a new mount, which the old descriptor would never see. Its sync
+		// fails too, and says nothing the pause has not.
+		if err := w.closeFile(); err != nil {
+			w.log.WithError(err).Debug("closing the hour file on a read-only file system failed")
+		}
 	}
 	if cause != nil {
 		return nil
