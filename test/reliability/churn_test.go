@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadcap/threadcap/bpf"
-	"github.com/threadcap/threadcap/sampler"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -41,7 +39,7 @@ var processBatch = fmt.Sprintf(
 // kernel's map, that no thread went untracked, that every row reached a valid file, and
 // that the heap did not grow past the bound.
 func TestChurn(t *testing.T) {
-	p := startPipeline(t, bpf.DefaultCapacity, 50*time.Millisecond, sampler.Filter{})
+	p := startPipeline(t, options{interval: 50 * time.Millisecond})
 	time.Sleep(time.Second) // past the first ticks' seeding and the process cache's filling
 	heapBefore := heapInUse()
 

@@ -101,10 +101,11 @@ func (d *daemon) alive(t *testing.T) {
 	}
 }
 
-// waitLog waits up to 20 s for a log line containing part.
+// waitLog waits up to a minute (threadcap seeds from /proc first, which on a busy machine
+// takes a while) for a log line containing part.
 func (d *daemon) waitLog(t *testing.T, part string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if strings.Contains(d.log.String(), part) {
 			return
 		}
@@ -113,10 +114,10 @@ func (d *daemon) waitLog(t *testing.T, part string) {
 	t.Fatalf("threadcap never logged %q:\n%s", part, d.log)
 }
 
-// waitRows waits up to 20 s for the hour files in dir to hold more than n bytes of rows.
+// waitRows waits up to a minute for the hour files in dir to hold more than n bytes of rows.
 func waitRows(t *testing.T, dir string, n int64) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		var size int64
 		names, _ := filepath.Glob(filepath.Join(dir, "threadcap_samples_*.csv"))
 		for _, name := range names {

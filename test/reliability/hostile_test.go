@@ -64,7 +64,7 @@ func TestHostileNamesRoundTrip(t *testing.T) {
 		wantExe[strconv.Itoa(pid)] = want
 	}
 
-	p := startPipeline(t, 0, 100*time.Millisecond, sampler.Filter{All: true, Pids: pids})
+	p := startPipeline(t, options{interval: 100 * time.Millisecond, filter: sampler.Filter{All: true, Pids: pids}})
 	time.Sleep(time.Second)
 	p.stop(t)
 	if err := p.writer.Close(); err != nil {

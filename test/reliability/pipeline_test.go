@@ -36,28 +36,44 @@ type pipeline struct {
 	done    chan error
 }
 
-// startPipeline loads the kernel side with capacity records, seeds and starts sampling at
-// interval into hour files in a new directory. Threads of the test itself get rows too.
-func startPipeline(t *testing.T, capacity uint32, interval time.Duration, f sampler.Filter) *pipeline {
+// options say how a test's pipeline differs from the daemon's.
+type options struct {
+	capacity uint32 // records; 0 for the default
+	interval time.Duration
+	filter   sampler.Filter
+	wall     func() time.Time                // the sampler's and writer's clock; time.Now when nil
+	wrap     func(sampler.Sink) sampler.Sink // what the sampler writes to instead of the writer
+}
+
+// startPipeline loads the kernel side, seeds and starts sampling into hour files in a new
+// directory. Threads of the test itself get rows too.
+func startPipeline(t *testing.T, o options) *pipeline {
 	t.Helper()
 	privileged.Require(t)
 	logger, hook := logtest.NewNullLogger()
 	logger.SetLevel(logrus.DebugLevel)
 	p := &pipeline{dir: t.TempDir(), hook: hook, done: make(chan error, 1)}
 	var err error
-	if p.tracker, err = bpf.Open(bpf.Config{Capacity: capacity}); err != nil {
+	if o.wall == nil {
+		o.wall = time.Now
+	}
+	if p.tracker, err = bpf.Open(bpf.Config{Capacity: o.capacity}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.tracker.Close() })
 	if p.writer, err = output.New(output.Config{Dir: p.dir, Compress: output.CompressNone,
-		Log: logger.WithField("component", "output")}); err != nil {
+		Clock: o.wall, Log: logger.WithField("component", "output")}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.writer.Close() })
+	var sink sampler.Sink = p.writer
+	if o.wrap != nil {
+		sink = o.wrap(sink)
+	}
 	if p.sampler, err = sampler.New(sampler.Config{
-		Interval: interval, Filter: f, Self: -1, Mono: bpf.Now, Wall: time.Now,
+		Interval: o.interval, Filter: o.filter, Self: -1, Mono: bpf.Now, Wall: o.wall,
 		Log: logger.WithField("component", "sampler"),
-	}, p.tracker, p.writer); err != nil {
+	}, p.tracker, sink); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.sampler.Seed(); err != nil {

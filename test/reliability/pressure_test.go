@@ -11,7 +11,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/threadcap/threadcap/sampler"
 	"github.com/threadcap/threadcap/state"
 	"github.com/threadcap/threadcap/test/workload"
 )
@@ -25,7 +24,7 @@ const pressureCapacity = 2048
 // thread is tracked again and the log says the map has room.
 func TestMapPressure(t *testing.T) {
 	watched := workload.Burster(t, 5*time.Millisecond, 50*time.Millisecond)
-	p := startPipeline(t, pressureCapacity, 100*time.Millisecond, sampler.Filter{})
+	p := startPipeline(t, options{capacity: pressureCapacity, interval: 100 * time.Millisecond})
 	waitTracked(t, p, int32(watched.Tid))
 
 	floodStart := time.Now()
