@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/threadcap/threadcap/output/report"
 )
 
@@ -113,5 +115,18 @@ func runReport(cfg reportConfig, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return report.Render(out, r, cfg.Format)
+	return report.Render(out, r, cfg.Format, terminalWidth(out))
+}
+
+// terminalWidth is the width of the terminal out is, or 0 when it is not one.
+func terminalWidth(out io.Writer) int {
+	f, ok := out.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
 }

@@ -26,43 +26,54 @@ func ParseFormat(s string) (string, error) {
 	return "", fmt.Errorf("--format %q: use table, csv or json", s)
 }
 
-// Render writes r in format.
-func Render(w io.Writer, r *Result, format string) error {
+// Widths a table can have, in terminal columns.
+const (
+	MinWidth     = 80
+	MaxWidth     = 120
+	DefaultWidth = 100 // when the terminal's is not known
+)
+
+// Render writes r in format. A table fits width columns, taken between MinWidth and
+// MaxWidth; 0 means DefaultWidth.
+func Render(w io.Writer, r *Result, format string, width int) error {
 	switch format {
 	case FormatCSV:
 		return renderCSV(w, r)
 	case FormatJSON:
 		return renderJSON(w, r)
 	}
+	if width == 0 {
+		width = DefaultWidth
+	}
+	width = min(max(width, MinWidth), MaxWidth)
 	var b strings.Builder
 	writeSummary(&b, r)
 	if r.Step > 0 {
-		writeTimeline(&b, r)
+		writeTimeline(&b, r, width)
 	} else {
-		writeBreakdown(&b, r)
+		writeBreakdown(&b, r, width)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// Table geometry: every line fits tableWidth columns.
+// Table geometry.
 const (
-	tableWidth = 100
-	minBar     = 10
-	numWidth   = 9 // an average or CPU seconds
+	minBar   = 10
+	numWidth = 9 // an average or CPU seconds
 )
 
 const summaryLayout = "2006-01-02 15:04:05 -07:00"
 
 func writeSummary(b *strings.Builder, r *Result) {
-	fmt.Fprintf(b, "%s to %s (%s)\n", r.Window.From.Format(summaryLayout), r.Window.To.Format(summaryLayout),
-		r.Window.Duration().Round(time.Second))
 	files := "files"
 	if len(r.Files) == 1 {
 		files = "file"
 	}
-	fmt.Fprintf(b, "%d ticks, %d rows from %d %s: %.2f threads per tick on average, %.2f CPU seconds\n",
-		r.Ticks, r.Rows, len(r.Files), files, Average(r.Rows, r.Ticks), seconds(r.CPUUs))
+	fmt.Fprintf(b, "%s to %s (%s), %d %s\n", r.Window.From.Format(summaryLayout), r.Window.To.Format(summaryLayout),
+		r.Window.Duration().Round(time.Second), len(r.Files), files)
+	fmt.Fprintf(b, "%d ticks, %d rows: %.2f threads on average, %.2f CPU seconds\n",
+		r.Ticks, r.Rows, Average(r.Rows, r.Ticks), seconds(r.CPUUs))
 	if r.Malformed > 0 {
 		fmt.Fprintf(b, "skipped %d malformed rows\n", r.Malformed)
 	}
@@ -73,7 +84,7 @@ func seconds(us int64) float64 { return float64(us) / 1e6 }
 
 // writeBreakdown lists the groups with their average active threads, CPU seconds and a bar
 // proportional to the average.
-func writeBreakdown(b *strings.Builder, r *Result) {
+func writeBreakdown(b *strings.Builder, r *Result, width int) {
 	widths := make([]int, len(r.By))
 	for i, name := range r.By {
 		widths[i] = len(name)
@@ -81,14 +92,14 @@ func writeBreakdown(b *strings.Builder, r *Result) {
 			widths[i] = max(widths[i], utf8.RuneCountInString(display(g.Values[i])))
 		}
 	}
-	fit(widths, tableWidth-2*numWidth-minBar-2*(len(widths)+2))
+	fit(widths, width-2*numWidth-minBar-6)
 	used := 0
 	for i, name := range r.By {
 		b.WriteString(pad(strings.ToUpper(name), widths[i]) + "  ")
 		used += widths[i] + 2
 	}
 	fmt.Fprintf(b, "%*s  %*s\n", numWidth, "THREADS", numWidth, "CPU S")
-	barWidth := tableWidth - used - 2*numWidth - 6
+	barWidth := max(width-used-2*numWidth-6, 0)
 	var top int64
 	for _, g := range r.Groups {
 		top = max(top, g.Rows)
@@ -115,7 +126,7 @@ var timelineColumns = []struct {
 
 // writeTimeline shows, per bucket, the average active threads split by state, with a bar
 // stacked by state: C on CPU, R runnable, D uninterruptible, S sleeping, o the rest.
-func writeTimeline(b *strings.Builder, r *Result) {
+func writeTimeline(b *strings.Builder, r *Result, width int) {
 	layout := "15:04"
 	if r.Step < time.Minute {
 		layout = "15:04:05"
@@ -129,7 +140,7 @@ func writeTimeline(b *strings.Builder, r *Result) {
 		fmt.Fprintf(b, " %8s", c.header)
 	}
 	fmt.Fprintf(b, "  %8s\n", "CPU S")
-	barWidth := tableWidth - timeWidth - 2 - 8 - 9*len(timelineColumns) - 10 - 2
+	barWidth := max(width-timeWidth-2-8-9*len(timelineColumns)-10-2, 0)
 	var top float64
 	for _, bk := range r.Timeline {
 		top = max(top, Average(sum(bk.Rows[:]), bk.Ticks))

@@ -36,8 +36,9 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// render runs q on the fixture ticks and renders the result in Paris time.
-func render(t *testing.T, q Query, format string) []byte {
+// render runs q on the fixture ticks and renders the result in Paris time, width columns
+// wide.
+func render(t *testing.T, q Query, format string, width int) []byte {
 	t.Helper()
 	dir := writeTicks(t, start.Add(-90*time.Second), 180, output.CompressNone)
 	q.Window = Window{From: start.Add(-90 * time.Second).In(paris), To: start.Add(90 * time.Second).In(paris)}
@@ -47,7 +48,7 @@ func render(t *testing.T, q Query, format string) []byte {
 	}
 	r.Files = []string{"threadcap_samples_2026-11-21T13Z.csv", "threadcap_samples_2026-11-21T14Z.csv"}
 	var b bytes.Buffer
-	if err := Render(&b, r, format); err != nil {
+	if err := Render(&b, r, format, width); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -60,23 +61,25 @@ func TestRenderTable(t *testing.T) {
 	}{
 		{"breakdown.golden", Query{By: []string{"state", "syscall"}}},
 		{"top.golden", Query{By: []string{"process", "exe", "state"}, Top: 2}},
+		{"many.golden", Query{By: []string{"pid", "process", "thread", "user", "state", "syscall", "exe"}}},
 		{"timeline.golden", Query{Step: StepMinute}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := render(t, tc.q, FormatTable)
-			for _, line := range strings.Split(string(got), "\n") {
-				if n := utf8.RuneCountInString(line); n > tableWidth {
-					t.Errorf("a line is %d columns wide, more than %d: %q", n, tableWidth, line)
+			golden(t, tc.name, render(t, tc.q, FormatTable, 0))
+			for _, width := range []int{MinWidth, DefaultWidth, MaxWidth} {
+				for _, line := range strings.Split(string(render(t, tc.q, FormatTable, width)), "\n") {
+					if n := utf8.RuneCountInString(line); n > width {
+						t.Errorf("a line is %d columns wide, more than %d: %q", n, width, line)
+					}
 				}
 			}
-			golden(t, tc.name, got)
 		})
 	}
 }
 
 func TestRenderCSV(t *testing.T) {
-	golden(t, "breakdown.csv", render(t, Query{By: []string{"process", "state"}, Top: 2}, FormatCSV))
-	golden(t, "timeline.csv", render(t, Query{Step: StepMinute}, FormatCSV))
+	golden(t, "breakdown.csv", render(t, Query{By: []string{"process", "state"}, Top: 2}, FormatCSV, 0))
+	golden(t, "timeline.csv", render(t, Query{Step: StepMinute}, FormatCSV, 0))
 }
 
 // TestRenderJSON checks the fields scripts read.
@@ -91,7 +94,7 @@ func TestRenderJSON(t *testing.T) {
 		}
 		Other struct{ Groups int }
 	}
-	out := render(t, Query{By: []string{"process", "state"}, Top: 2}, FormatJSON)
+	out := render(t, Query{By: []string{"process", "state"}, Top: 2}, FormatJSON, 0)
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v in\n%s", err, out)
 	}
