@@ -151,12 +151,16 @@ func writeTimeline(b *strings.Builder, r *Result, width int) {
 		for _, n := range cols {
 			fmt.Fprintf(b, " %8.2f", Average(n, bk.Ticks))
 		}
-		fmt.Fprintf(b, "  %8.2f  ", seconds(bk.CPUUs))
+		fmt.Fprintf(b, "  %8.2f", seconds(bk.CPUUs))
+		var bar strings.Builder
 		var acc int64
 		for i, n := range cols {
 			from := scaled(Average(acc, bk.Ticks), top, barWidth)
 			acc += n
-			b.WriteString(strings.Repeat(timelineColumns[i].mark, scaled(Average(acc, bk.Ticks), top, barWidth)-from))
+			bar.WriteString(strings.Repeat(timelineColumns[i].mark, scaled(Average(acc, bk.Ticks), top, barWidth)-from))
+		}
+		if bar.Len() > 0 {
+			b.WriteString("  " + bar.String())
 		}
 		b.WriteString("\n")
 	}

@@ -104,3 +104,27 @@ func TestRenderJSON(t *testing.T) {
 		t.Errorf("unexpected report:\n%s", out)
 	}
 }
+
+// TestTimelineAcrossMidnightFits checks the widest time column, with the date, at the
+// narrowest width.
+func TestTimelineAcrossMidnightFits(t *testing.T) {
+	midnight := time.Date(2026, 11, 22, 0, 0, 0, 0, paris)
+	r := &Result{Window: Window{From: midnight.Add(-time.Second), To: midnight.Add(time.Second)}, Step: StepSecond, Ticks: 20}
+	for i := range 2 {
+		bk := Bucket{Start: midnight.Add(time.Duration(i-1) * time.Second), Ticks: 10, CPUUs: 9_000_000}
+		bk.Rows[0], bk.Rows[1] = 10_000, 2_500
+		r.Timeline = append(r.Timeline, bk)
+	}
+	var b bytes.Buffer
+	if err := Render(&b, r, FormatTable, MinWidth); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "11-21 23:59:59") {
+		t.Errorf("the timeline does not show the date of each second:\n%s", b.String())
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if n := utf8.RuneCountInString(line); n > MinWidth {
+			t.Errorf("a line is %d columns wide, more than %d: %q", n, MinWidth, line)
+		}
+	}
+}
