@@ -3,7 +3,9 @@
 package bpf
 
 import (
+	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 
@@ -86,7 +88,7 @@ func configureStacks(spec *ebpf.CollectionSpec, cfg Config) error {
 }
 
 // Stack returns the frames of stack id, as a record holds it (id + 1), innermost first.
-// A stack id always means the same stack: the kernel side never reuses one.
+// An id means the same stack until PruneStacks deletes it.
 func (t *Tracker) Stack(id uint16) ([]uint64, error) {
 	if id == 0 {
 		return nil, nil
@@ -102,4 +104,47 @@ func (t *Tracker) Stack(id uint16) ([]uint64, error) {
 		}
 	}
 	return frames, nil
+}
+
+// PruneStacks deletes the stacks no record refers to, so that the stack map, which keeps
+// one stack per hash bucket, has room for new ones; without it, the distinct stacks of a
+// long run would fill it and later stacks would be lost. It returns the ids deleted (as
+// records hold them, id + 1): the kernel side may store another stack under such an id
+// from now on, so what was cached for it is wrong for stacks captured after this call.
+func (t *Tracker) PruneStacks() ([]uint16, error) {
+	m := t.coll.Maps[threadcapMapStacks]
+	used := make([]bool, m.MaxEntries()+1)
+	for slot := range t.Slots() {
+		r := &t.records.recs[slot]
+		if atomic.LoadUint32(&r.Tid) == 0 {
+			continue // free: its old ids are nobody's
+		}
+		// A torn read costs nothing here: at worst a stack is kept one round longer, or
+		// one a record is being given right now is deleted, which callers allow for.
+		for _, id := range [...]uint16{r.Kstack, r.Ustack} {
+			if int(id) < len(used) {
+				used[id] = true
+			}
+		}
+	}
+	var keys []uint32
+	var key uint32
+	err := m.NextKey(nil, &key)
+	for err == nil {
+		if id := key + 1; id < uint32(len(used)) && !used[id] {
+			keys = append(keys, key)
+		}
+		err = m.NextKey(key, &key)
+	}
+	if !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return nil, fmt.Errorf("listing stacks: %w", err)
+	}
+	deleted := make([]uint16, 0, len(keys))
+	for _, k := range keys {
+		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return deleted, fmt.Errorf("deleting stack %d: %w", k, err)
+		}
+		deleted = append(deleted, uint16(k+1))
+	}
+	return deleted, nil
 }

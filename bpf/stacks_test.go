@@ -61,3 +61,30 @@ func TestParseStackMode(t *testing.T) {
 		t.Error("more stack entries than a record's id can hold were accepted")
 	}
 }
+
+// TestPruneKeepsTheStacksRecordsHold prunes the stack map while a vfork parent waits in D
+// and short-lived threads have come and gone: their stacks go, the parent's stays.
+func TestPruneKeepsTheStacksRecordsHold(t *testing.T) {
+	tr := openTracker(t, Config{Stacks: StacksOffCPU})
+	p := workload.VforkParent(t, 5*time.Second)
+	held := find(t, tr, p.Pid, func(th *state.Thread) bool {
+		return th.State == state.Uninterruptible && th.KernelStack != 0
+	})
+	churn(100)
+	reap(t, tr, nil)
+	deleted, err := tr.PruneStacks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted) == 0 {
+		t.Error("nothing was pruned, though threads that slept have exited and been freed")
+	}
+	for _, id := range deleted {
+		if id == held.KernelStack {
+			t.Fatalf("stack %d, which the waiting vfork parent holds, was pruned", id)
+		}
+	}
+	if frames, err := tr.Stack(held.KernelStack); err != nil || len(frames) == 0 {
+		t.Errorf("the vfork parent's stack %d is gone after pruning: %v", held.KernelStack, err)
+	}
+}

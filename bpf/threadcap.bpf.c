@@ -51,9 +51,10 @@ struct {
 
 /*
  * Stacks of threads switched out to a state in stack_states, each distinct stack stored
- * once; records keep its id. Sized at load time. A bucket is never reused (no
- * BPF_F_REUSE_STACKID), so an id means the same stack for as long as user space caches it;
- * a stack whose bucket holds another is counted as lost instead.
+ * once; records keep its id. Sized at load time. A stack never replaces another in its
+ * bucket (no BPF_F_REUSE_STACKID), so an id means the same stack until user space deletes
+ * it, which it does only for ids no record holds; a stack whose bucket holds another is
+ * counted as lost instead.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);

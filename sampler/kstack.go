@@ -12,6 +12,9 @@ import (
 type StackSource interface {
 	// Stack returns the frames of stack id (as records hold it: id + 1), innermost first.
 	Stack(id uint16) ([]uint64, error)
+	// PruneStacks deletes the stacks no record holds and returns their ids, which the
+	// kernel side may give other stacks from then on.
+	PruneStacks() ([]uint16, error)
 }
 
 // kernelStack is a symbolized kernel stack and the function it waits in.
@@ -20,9 +23,9 @@ type kernelStack struct {
 	wchan string
 }
 
-// kernelStacks symbolizes kernel stacks once per stack id: the kernel side never reuses an
-// id, so the cache is right for as long as threadcap runs, and it holds at most as many
-// entries as the stack map.
+// kernelStacks symbolizes kernel stacks once per stack id. An id means the same stack until
+// the sampler prunes it (see stackprune.go), which forgets it here too; the cache holds
+// at most as many entries as the stack map.
 type kernelStacks struct {
 	src      StackSource
 	kallsyms string

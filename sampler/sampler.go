@@ -106,6 +106,7 @@ type Sampler struct {
 	fds      *fdCache
 	kstacks  *kernelStacks // nil without Config.Stacks
 	ustacks  *userStacks   // nil without Config.Stacks
+	prune    stackPrune
 	rows     []state.Sample
 	dead     []uint32
 	stats    Stats

@@ -63,6 +63,7 @@ func (s *Sampler) Tick(wall time.Time) error {
 		s.ustacks.expire(wall)
 	}
 	s.checkLosses(wall)
+	s.pruneStacks(wall)
 	if werr := s.sink.Write(wall, s.rows); werr != nil {
 		return fmt.Errorf("writing tick %s: %w", wall.Format(time.RFC3339), werr)
 	}
@@ -173,13 +174,13 @@ func (s *Sampler) addStack(row *state.Sample, th *state.Thread) {
 	if row.State != state.Sleeping && row.State != state.Uninterruptible {
 		return
 	}
-	if th.KernelStack != 0 {
+	if th.KernelStack != 0 && s.stackValid(th.KernelStack, th.SinceNs) {
 		ks := s.kstacks.get(th.KernelStack)
 		if ks.stack != nil {
 			row.KernelStack, row.Wchan = ks.stack, ks.wchan
 		}
 	}
-	if th.UserStack != 0 {
+	if th.UserStack != 0 && s.stackValid(th.UserStack, th.SinceNs) {
 		row.UserStack = s.ustacks.get(th, row.Time)
 	}
 }

@@ -142,6 +142,13 @@ func (u *userStacks) symbols(pid int32, m *procfs.ProcMap, now time.Time) *elfSy
 	return f.syms
 }
 
+// forget drops what was cached for stack id, which the kernel side may reuse.
+func (u *userStacks) forget(id uint16) {
+	for _, p := range u.procs {
+		delete(p.byID, id)
+	}
+}
+
 // exited forgets a process whose main thread has exited.
 func (u *userStacks) exited(pid int32) { delete(u.procs, pid) }
 
