@@ -86,7 +86,7 @@ BENCH_OUT ?= bench-results.md
 bench:
 	@mkdir -p .bench
 	$(GO) build -o .bench/threadcap ./cmd/threadcap
-	$(GO) build -o .bench/bench ./test/bench
+	CGO_ENABLED=0 $(GO) build -o .bench/bench ./test/bench
 	.bench/bench --daemon .bench/threadcap --out $(BENCH_OUT) $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -cpu 1 ./output/
 	$(GO) test -run '^$$' -bench . -benchtime 1x -cpu 1 ./output/report/

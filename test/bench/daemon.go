@@ -13,8 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/threadcap/threadcap/output"
 )
 
 // daemon is a running `threadcap run`, the real binary as users run it.
@@ -48,10 +46,7 @@ func startDaemon(bin, mode string, hz int, tmp string) (*daemon, error) {
 		return nil, fmt.Errorf("starting %s (build it with: go build ./cmd/threadcap): %w", bin, err)
 	}
 	go func() { d.exited <- d.cmd.Wait() }()
-	for {
-		if n, _ := d.csvSize(); n > int64(len(output.Header())) {
-			break
-		}
+	for !d.hasRow() {
 		select {
 		case err := <-d.exited:
 			os.RemoveAll(dir)
@@ -65,6 +60,17 @@ func startDaemon(bin, mode string, hz int, tmp string) (*daemon, error) {
 	}
 	d.startup = time.Since(start)
 	return d, nil
+}
+
+// hasRow reports whether an hour file holds a line past its header.
+func (d *daemon) hasRow() bool {
+	names, _ := filepath.Glob(filepath.Join(d.dir, "threadcap_samples_*.csv"))
+	for _, name := range names {
+		if b, err := os.ReadFile(name); err == nil && bytes.Count(b, []byte{'\n'}) > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // csvSize is the size of the uncompressed hour files, together.

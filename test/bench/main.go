@@ -6,8 +6,12 @@
 // daemon's own CPU per tick, memory, output volume and start-up time. It prints a
 // Markdown table and writes it to a file. It needs root. See BENCHMARKS.md.
 //
-//	go build -o threadcap ./cmd/threadcap && go build -o bench ./test/bench
+//	go build -o threadcap ./cmd/threadcap && CGO_ENABLED=0 go build -o bench ./test/bench
 //	sudo ./bench --daemon ./threadcap
+//
+// Without cgo, Go starts threads with clone(2) and stacks from its heap; with it, every
+// thread of the scale workload gets a pthread stack of its own, two memory mappings, and
+// 50,000 threads need more than vm.max_map_count allows.
 package main
 
 import (

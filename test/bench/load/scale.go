@@ -3,36 +3,35 @@
 package load
 
 import (
-	"fmt"
+	"errors"
 	"hash/fnv"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
-// Scale is a server with many threads, few of them doing anything: Idle threads wait on
-// a futex, as an idle pool thread waits on its condition variable, and Busy threads do a
-// short unit of work every busyNap. It is what the sampler's cost per thread is measured
-// on. Its throughput is the busy threads' units of work per second.
+// Scale is a server with many threads, few of them doing anything: Idle threads wait to
+// be woken (in futex(2), where an idle pool thread waits on its condition variable), and
+// Busy threads do a short unit of work every busyNap. It is what the sampler's cost per
+// thread is measured on. Its throughput is the busy threads' units of work per second.
+//
+// An idle thread is a goroutine locked to its thread and blocked on a channel: Go parks
+// the thread in futex and gives its P away at once. A thread blocked in a syscall of its
+// own would keep its P until Go's monitor took it back, and 50,000 of them woken together
+// then queue for minutes.
 type Scale struct {
 	idle, busy int
-	// gen is the futex the idle threads wait on; Wake bumps it.
-	gen   *uint32
-	woken atomic.Int64 // idle thread wakeups, all threads together
-	units atomic.Int64
-	stop  atomic.Bool
-	ended chan struct{}
+	mu         sync.Mutex
+	bell       chan struct{} // closed to wake every idle thread; guarded by mu
+	woken      atomic.Int64  // idle thread wakeups, all threads together
+	units      atomic.Int64
+	stop       atomic.Bool
+	ended      sync.WaitGroup
 }
-
-// Linux futex(2) operations (linux/futex.h); golang.org/x/sys/unix does not name them.
-const (
-	futexWait    = 0
-	futexWake    = 1
-	futexPrivate = 128
-)
 
 // busyWork is the size of a busy thread's unit of work, and busyNap its pause after each.
 const (
@@ -44,8 +43,11 @@ const (
 func NewScale(idle, busy int) *Scale {
 	// Go refuses to run more than 10,000 threads unless told otherwise.
 	debug.SetMaxThreads(idle + busy + 1000)
-	s := &Scale{idle: idle, busy: busy, gen: new(uint32), ended: make(chan struct{}, idle+busy)}
-	var started atomic.Int64
+	spreadFutexes()
+	s := &Scale{idle: idle, busy: busy, bell: make(chan struct{})}
+	var started sync.WaitGroup
+	started.Add(idle)
+	s.ended.Add(idle + busy)
 	for range idle {
 		go s.idleThread(&started)
 	}
@@ -54,31 +56,46 @@ func NewScale(idle, busy int) *Scale {
 	}
 	// A thread Linux refuses to create is fatal to a Go program, so this cannot wait
 	// forever: the harness checks pid_max and threads-max first.
-	for started.Load() < int64(idle) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	started.Wait()
 	return s
 }
 
-func (s *Scale) idleThread(started *atomic.Int64) {
+// spreadFutexes has the kernel hash this process's futexes into its global table. Since
+// Linux 6.16 a process gets a private table sized by the CPUs (16 slots on 2 CPUs), where
+// the futexes of 50,000 parked threads queue thousands deep: waking them all takes
+// minutes. Older kernels refuse the request and hash globally anyway.
+func spreadFutexes() {
+	unix.Prctl(unix.PR_FUTEX_HASH, unix.PR_FUTEX_HASH_SET_SLOTS, 0, 0, 0)
+}
+
+// ring is the bell the next Wake closes.
+func (s *Scale) ring() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bell
+}
+
+func (s *Scale) idleThread(started *sync.WaitGroup) {
 	// Locked and never unlocked: each idle goroutine is a thread of its own, which ends
 	// with it.
 	runtime.LockOSThread()
-	defer func() { s.ended <- struct{}{} }()
-	started.Add(1)
-	for seen := atomic.LoadUint32(s.gen); !s.stop.Load(); seen = atomic.LoadUint32(s.gen) {
-		// Returns at once if gen moved on since it was read, so no wakeup is missed.
-		syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(s.gen)), futexWait|futexPrivate,
-			uintptr(seen), 0, 0, 0)
-		if atomic.LoadUint32(s.gen) != seen {
-			s.woken.Add(1)
+	defer s.ended.Done()
+	// Holding the bell before it counts as started (or woken), no thread misses a Wake.
+	bell := s.ring()
+	started.Done()
+	for {
+		<-bell
+		if s.stop.Load() {
+			return
 		}
+		bell = s.ring()
+		s.woken.Add(1)
 	}
 }
 
 func (s *Scale) busyThread() {
 	runtime.LockOSThread()
-	defer func() { s.ended <- struct{}{} }()
+	defer s.ended.Done()
 	buf := make([]byte, busyWork)
 	h := fnv.New64a()
 	for !s.stop.Load() {
@@ -90,25 +107,27 @@ func (s *Scale) busyThread() {
 	}
 }
 
+// wakeAll wakes every idle thread and hangs a new bell for the next time.
+func (s *Scale) wakeAll() {
+	s.mu.Lock()
+	old := s.bell
+	s.bell = make(chan struct{})
+	s.mu.Unlock()
+	close(old)
+}
+
 // Wake wakes every idle thread once and returns when all have run: a mostly idle thread
 // still runs now and then, so the tracer has seen it, as it would on a server.
 func (s *Scale) Wake() error {
 	want := s.woken.Load() + int64(s.idle)
-	atomic.AddUint32(s.gen, 1)
-	s.futexWakeAll()
+	s.wakeAll()
 	for deadline := time.Now().Add(time.Minute); s.woken.Load() < want; {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d idle threads woke up in a minute",
-				s.woken.Load()-want+int64(s.idle), s.idle)
+			return errors.New("the idle threads did not all wake up within a minute")
 		}
 		time.Sleep(time.Millisecond)
 	}
 	return nil
-}
-
-func (s *Scale) futexWakeAll() {
-	syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(s.gen)), futexWake|futexPrivate,
-		uintptr(1<<31-1), 0, 0, 0)
 }
 
 // Run reports the busy threads' units of work per second.
@@ -122,10 +141,7 @@ func (s *Scale) Run(d time.Duration) (Result, error) {
 // Close ends every thread and waits for them.
 func (s *Scale) Close() error {
 	s.stop.Store(true)
-	atomic.AddUint32(s.gen, 1)
-	s.futexWakeAll()
-	for range s.idle + s.busy {
-		<-s.ended
-	}
+	s.wakeAll()
+	s.ended.Wait()
 	return nil
 }
