@@ -50,8 +50,15 @@ type daemon struct {
 // may name a config file).
 func start(t *testing.T, dir string, args ...string) *daemon {
 	t.Helper()
+	return startEnv(t, nil, dir, args...)
+}
+
+// startEnv is start with these environment variables added.
+func startEnv(t *testing.T, env []string, dir string, args ...string) *daemon {
+	t.Helper()
 	d := &daemon{log: &syncBuffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(binary, append([]string{"run", "--config", "", "--dir", dir}, args...)...)
+	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stderr = d.log
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)

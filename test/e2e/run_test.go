@@ -22,7 +22,13 @@ func TestRunRecordsAWorkloadAndStopsCleanly(t *testing.T) {
 	spinner := workload.Spinner(t)
 	tid := strconv.Itoa(spinner.Tid)
 	dir := t.TempDir()
-	d := start(t, dir, "--hz", "10")
+	notifySocket := filepath.Join(t.TempDir(), "notify")
+	systemd := listenNotify(t, notifySocket)
+	d := startEnv(t, []string{"NOTIFY_SOCKET=" + notifySocket}, dir, "--hz", "10")
+	// Ready means attached, the directory held and the threads seeded: rows follow.
+	if got := receive(t, systemd); got != "READY=1" {
+		t.Fatalf("systemd got %q first, want READY=1", got)
+	}
 
 	spinning := func(r row) bool {
 		return r["tid"] == tid && r["pid"] == strconv.Itoa(os.Getpid()) &&
@@ -46,6 +52,9 @@ func TestRunRecordsAWorkloadAndStopsCleanly(t *testing.T) {
 	before := len(rowsSoFar(t, dir))
 
 	d.stop(t)
+	if got := receive(t, systemd); got != "STOPPING=1" {
+		t.Errorf("systemd got %q at SIGTERM, want STOPPING=1", got)
+	}
 	rows := validRows(t, dir)
 	if len(rows) < before {
 		t.Errorf("%d rows after exit, fewer than the %d seen while running", len(rows), before)
