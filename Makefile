@@ -31,8 +31,8 @@ fuzz:
 		done; \
 	done
 
-# Installs the binary, the systemd unit (its paths rewritten for BINDIR and SYSCONFDIR)
-# and the config, unless one is there already: that one is the administrator's. The binary
+# Installs the binary, the systemd unit (its paths rewritten for BINDIR and SYSCONFDIR),
+# the sysusers.d entry of its user and the config, unless one is there already: that one is the administrator's. The binary
 # is built first when missing; `make build && sudo make install` keeps go out of sudo.
 install:
 	@test -x threadcap || $(MAKE) --no-print-directory build
@@ -41,6 +41,7 @@ install:
 	sed -e 's|/usr/local/bin/threadcap|$(BINDIR)/threadcap|' -e 's|/etc/threadcap/|$(SYSCONFDIR)/threadcap/|' \
 		deploy/threadcap.service > $(DESTDIR)$(UNITDIR)/threadcap.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/threadcap.service
+	install -D -m 0644 deploy/threadcap.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/threadcap.conf
 	test -e $(DESTDIR)$(SYSCONFDIR)/threadcap/threadcap.yaml || \
 		install -D -m 0644 configs/threadcap.yaml $(DESTDIR)$(SYSCONFDIR)/threadcap/threadcap.yaml
 
