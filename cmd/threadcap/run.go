@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -109,24 +108,31 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 	}
 
 	d := &daemon{opts: opts, cfg: cfg, sampler: s, writer: writer, log: log}
-	// The reloader and the counter watcher use the sampler, writer and tracker: they end
-	// before those are closed.
 	bg, stopBg := context.WithCancel(ctx)
-	var background sync.WaitGroup
-	background.Go(func() { d.reloadOn(bg, hup) })
-	background.Go(func() { watchCounters(bg, tracker, logrus.WithField(fieldComponent, "bpf")) })
+	reloader, watcher := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(reloader)
+		d.reloadOn(bg, hup)
+	}()
+	go func() {
+		defer close(watcher)
+		watchCounters(bg, tracker, logrus.WithField(fieldComponent, "bpf"))
+	}()
 
 	notify(log, "READY=1")
 	err = s.Run(ctx)
 	notify(log, "STOPPING=1")
 	stopBg()
-	background.Wait()
+	<-watcher // it reads the tracker's counters
 	// Closed here rather than by the deferred calls (which then do nothing), to log how
 	// long each step of stopping took.
 	began := time.Now()
 	err = errors.Join(err, tracker.Close())
 	detached := time.Now()
 	err = errors.Join(err, writer.Close())
+	// Waited for only now: a reload may be waiting for a compression, which Close cancels.
+	// What it applies after Close is never used.
+	<-reloader
 	st := s.Stats()
 	log.WithFields(logrus.Fields{
 		fieldTicks: st.Ticks, "rows": st.Rows, "skipped_ticks": st.SkippedTicks,
