@@ -172,6 +172,9 @@ func (s *Sampler) Seed() error {
 // until ctx ends. A tick that runs past the next boundary makes the sampler skip the
 // boundaries it missed (counted in Stats), never queue them.
 func (s *Sampler) Run(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return nil // stopped before the first tick, which can be a long one
+	}
 	if err := s.Tick(s.cfg.Wall()); err != nil {
 		return err
 	}

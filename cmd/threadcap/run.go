@@ -103,8 +103,18 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 	if err != nil {
 		return err
 	}
-	if err := s.Seed(); err != nil {
-		return err
+	// Seeding reads every thread in /proc: on a loaded machine with many threads it can
+	// take seconds, and SIGTERM must not wait for it. Abandoned, it only reads /proc.
+	seeded := make(chan error, 1)
+	go func() { seeded <- s.Seed() }()
+	select {
+	case <-ctx.Done():
+		log.Info("stopped while starting")
+		return nil
+	case err := <-seeded:
+		if err != nil {
+			return err
+		}
 	}
 
 	d := &daemon{opts: opts, cfg: cfg, sampler: s, writer: writer, log: log}
