@@ -8,7 +8,7 @@ GO ?= go
 CLANG ?= clang-19
 STRIP ?= llvm-strip-19
 
-.PHONY: build install verify-unit test lint fuzz generate check-generated install-clang vendor-headers bench
+.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang vendor-headers bench
 
 build:
 	$(GO) build -o threadcap ./cmd/threadcap
@@ -36,7 +36,11 @@ fuzz:
 # is built first when missing; `make build && sudo make install` keeps go out of sudo.
 install:
 	@test -x threadcap || $(MAKE) --no-print-directory build
-	install -D -m 0755 threadcap $(DESTDIR)$(BINDIR)/threadcap
+	$(MAKE) --no-print-directory install-files BIN=threadcap
+
+BIN ?= threadcap
+install-files:
+	install -D -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/threadcap
 	install -d $(DESTDIR)$(UNITDIR)
 	sed -e 's|/usr/local/bin/threadcap|$(BINDIR)/threadcap|' -e 's|/etc/threadcap/|$(SYSCONFDIR)/threadcap/|' \
 		deploy/threadcap.service > $(DESTDIR)$(UNITDIR)/threadcap.service
@@ -44,6 +48,16 @@ install:
 	install -D -m 0644 deploy/threadcap.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/threadcap.conf
 	test -e $(DESTDIR)$(SYSCONFDIR)/threadcap/threadcap.yaml || \
 		install -D -m 0644 configs/threadcap.yaml $(DESTDIR)$(SYSCONFDIR)/threadcap/threadcap.yaml
+
+# A .deb of what `make install PREFIX=/usr` installs, built with nfpm (fetched by go run at
+# a pinned version: nothing is added to go.mod).
+NFPM ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.41.0
+deb:
+	rm -rf .deb
+	$(GO) build -o .deb/threadcap ./cmd/threadcap
+	$(MAKE) --no-print-directory install-files BIN=.deb/threadcap DESTDIR=$(CURDIR)/.deb/root PREFIX=/usr
+	DEB_ARCH=$$($(GO) env GOARCH) DEB_VERSION=0.0.0+git$$(git rev-parse --short HEAD) \
+		$(NFPM) package --packager deb --config deploy/nfpm.yaml --target .deb/
 
 # Checks the unit as make install writes it: systemd-analyze verify wants its ExecStart
 # binary to exist, so this installs under .verify/ and verifies that copy.
