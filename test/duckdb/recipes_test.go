@@ -5,6 +5,7 @@ package duckdb_test
 import (
 	"context"
 	"database/sql"
+	"flag"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,6 +15,8 @@ import (
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/test/timetravel"
 )
+
+var update = flag.Bool("update", false, "rewrite the samples view's columns from the schema, and the README's copy of the recipes")
 
 // The recipes name an example window and directory, which the test replaces with its own.
 const (
@@ -67,18 +70,61 @@ func TestREADMEShowsTheRecipes(t *testing.T) {
 		want.WriteString(r.sql)
 	}
 	want.WriteString("```\n")
-	if shown != want.String() {
-		t.Errorf("README.md's recipes differ from test/duckdb/recipes; paste these:\n%s", want.String())
+	if shown == want.String() {
+		return
 	}
+	if *update {
+		fixed := strings.Replace(string(readme), shown, want.String(), 1)
+		if err := os.WriteFile("../../README.md", []byte(fixed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("README.md's recipes differ from test/duckdb/recipes; go test -run README -update copies them:\n%s", want.String())
 }
 
-// TestSamplesViewHasTheSchema keeps the view's column types equal to the schema's.
+// TestSamplesViewHasTheSchema keeps the view's column types equal to the schema's. Run
+// with -update, it rewrites them (then run TestREADMEShowsTheRecipes with -update too).
 func TestSamplesViewHasTheSchema(t *testing.T) {
 	view := recipes(t)[0]
-	compact := func(s string) string { return strings.Join(strings.Fields(s), "") }
-	if !strings.Contains(compact(view.sql), compact("columns = "+output.DuckDBColumns())) {
-		t.Errorf("recipes/%s.sql does not list the schema's columns; use\ncolumns = %s", view.name, output.DuckDBColumns())
+	head, rest, ok1 := strings.Cut(view.sql, "columns = {")
+	columns, tail, ok2 := strings.Cut(rest, "}")
+	if !ok1 || !ok2 {
+		t.Fatalf("recipes/%s.sql has no columns = {...}", view.name)
 	}
+	compact := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	want := strings.TrimSuffix(strings.TrimPrefix(output.DuckDBColumns(), "{"), "}")
+	if compact(columns) == compact(want) {
+		return
+	}
+	if *update {
+		fixed := head + "columns = {\n" + wrap(strings.Split(want, ", "), "    ", 92) + "}" + tail
+		if err := os.WriteFile(filepath.Join("recipes", view.name+".sql"), []byte(fixed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("recipes/%s.sql does not list the schema's columns; go test -run 'Schema|README' -update rewrites them", view.name)
+}
+
+// wrap joins items with ", " into lines of at most width characters, each indented.
+func wrap(items []string, indent string, width int) string {
+	var b, line strings.Builder
+	for i, item := range items {
+		if i < len(items)-1 {
+			item += ","
+		}
+		if line.Len() > 0 && line.Len()+1+len(item) > width {
+			b.WriteString(line.String() + "\n")
+			line.Reset()
+		}
+		if line.Len() == 0 {
+			line.WriteString(indent + item)
+		} else {
+			line.WriteString(" " + item)
+		}
+	}
+	return b.String() + line.String()
 }
 
 // TestRecipesAnswer runs every recipe on files the daemon wrote about a known workload, and

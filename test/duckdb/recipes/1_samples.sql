@@ -6,8 +6,9 @@ SELECT * FROM read_csv('data/threadcap_samples_*.csv*', header = true, columns =
     'sample_time': 'TIMESTAMPTZ', 'pid': 'INTEGER', 'tid': 'INTEGER', 'process': 'VARCHAR',
     'thread': 'VARCHAR', 'user': 'VARCHAR', 'state': 'VARCHAR', 'state_us': 'BIGINT',
     'syscall': 'VARCHAR', 'syscall_us': 'BIGINT', 'syscall_cpu_us': 'BIGINT',
-    'syscall_args': 'VARCHAR', 'cpu': 'INTEGER', 'on_cpu_us': 'BIGINT', 'runnable_us': 'BIGINT',
-    'sleeping_us': 'BIGINT', 'uninterruptible_us': 'BIGINT', 'stopped_us': 'BIGINT',
-    'voluntary_switches': 'BIGINT', 'involuntary_switches': 'BIGINT', 'exe': 'VARCHAR',
-    'seeded': 'BOOLEAN', 'wchan': 'VARCHAR', 'cgroup': 'VARCHAR', 'fd_target': 'VARCHAR',
+    'syscall_args': 'VARCHAR', 'cpu': 'INTEGER', 'on_cpu_us': 'BIGINT',
+    'runnable_us': 'BIGINT', 'sleeping_us': 'BIGINT', 'uninterruptible_us': 'BIGINT',
+    'stopped_us': 'BIGINT', 'voluntary_switches': 'BIGINT',
+    'involuntary_switches': 'BIGINT', 'exe': 'VARCHAR', 'seeded': 'BOOLEAN',
+    'wchan': 'VARCHAR', 'cgroup': 'VARCHAR', 'fd_target': 'VARCHAR',
     'kernel_stack': 'VARCHAR', 'user_stack': 'VARCHAR'});
