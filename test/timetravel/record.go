@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,7 +43,8 @@ type Recording struct {
 	// VforkParent waits in vfork, in D state, for the whole run.
 	VforkParent int
 	// SpinnerCPU is the spinner's on-CPU time by schedstat over the time the window's rows
-	// account for: from the tick before From to the last tick before To.
+	// account for: from the tick before From to the last tick before To, each at the
+	// moment the daemon read the threads for it.
 	SpinnerCPU time.Duration
 }
 
@@ -97,7 +97,7 @@ func Record(t *testing.T) *Recording {
 	waitForRows(t, r.Dir)
 	gate.Close() // every workload reads EOF and starts
 
-	poll := pollSchedstat(t, r.Spinner)
+	stopWatch := watch(r.Spinner, r.Dir)
 	started := time.Now()
 	time.Sleep(9 * time.Second)
 	if err := daemon.Process.Signal(syscall.SIGINT); err != nil {
@@ -107,7 +107,7 @@ func Record(t *testing.T) *Recording {
 		t.Fatalf("threadcap run: %v", err)
 	}
 	stopped = true
-	samples := poll()
+	obs := stopWatch()
 
 	// Two seconds in, six seconds long: away from the workloads' start and the daemon's end,
 	// on whole seconds, as people ask.
@@ -121,7 +121,10 @@ func Record(t *testing.T) *Recording {
 		}
 		return ticks[i-1]
 	}
-	r.SpinnerCPU = samples.at(t, before(r.To)) - samples.at(t, before(r.From))
+	first, last := before(r.From), before(r.To)
+	r.SpinnerCPU = obs.cpuAt(t, last) - obs.cpuAt(t, first)
+	t.Logf("ticks %v and %v were written %v and %v after their labels", first.Format(time.StampMilli),
+		last.Format(time.StampMilli), obs.written[first.UnixNano()].Sub(first), obs.written[last.UnixNano()].Sub(last))
 	return r
 }
 
@@ -246,60 +249,4 @@ func tickTimesOrNone(dir string) []time.Time {
 func isFieldCount(err error) bool {
 	pe, ok := err.(*csv.ParseError)
 	return ok && pe.Err == csv.ErrFieldCount
-}
-
-// schedstatSample is the spinner's on-CPU time at one instant.
-type schedstatSample struct {
-	at    time.Time
-	onCPU time.Duration
-}
-
-type schedstatSamples []schedstatSample
-
-// pollSchedstat reads the thread's schedstat every millisecond until the returned function
-// is called, which returns what it read.
-func pollSchedstat(t *testing.T, tid int) func() schedstatSamples {
-	stop, done := make(chan struct{}), make(chan schedstatSamples)
-	path := "/proc/" + strconv.Itoa(tid) + "/schedstat"
-	go func() {
-		var s schedstatSamples
-		for {
-			select {
-			case <-stop:
-				done <- s
-				return
-			case <-time.After(time.Millisecond):
-			}
-			if onCPU, ok := readSchedstat(path); ok {
-				s = append(s, schedstatSample{time.Now(), onCPU})
-			}
-		}
-	}()
-	return func() schedstatSamples {
-		close(stop)
-		return <-done
-	}
-}
-
-// readSchedstat is workload.Schedstat without a testing.T, for a goroutine.
-func readSchedstat(path string) (time.Duration, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	var onCPU int64
-	_, err = fmt.Sscan(string(b), &onCPU)
-	return time.Duration(onCPU), err == nil
-}
-
-// at interpolates the on-CPU time at instant at between the samples around it.
-func (s schedstatSamples) at(t *testing.T, at time.Time) time.Duration {
-	t.Helper()
-	i, _ := slices.BinarySearchFunc(s, at, func(e schedstatSample, at time.Time) int { return e.at.Compare(at) })
-	if i == 0 || i == len(s) {
-		t.Fatalf("no schedstat reading around %v", at)
-	}
-	a, b := s[i-1], s[i]
-	frac := float64(at.Sub(a.at)) / float64(b.at.Sub(a.at))
-	return a.onCPU + time.Duration(frac*float64(b.onCPU-a.onCPU))
 }
