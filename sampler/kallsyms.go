@@ -4,86 +4,111 @@ package sampler
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
-	"strings"
 )
 
 // kernelSymbols resolves kernel text addresses to function names, from /proc/kallsyms.
+// A kernel has some 100,000 text symbols: they are kept as one table of fixed-size entries
+// and one buffer of names, not 100,000 strings, which took four times the memory, most of
+// the daemon's.
 type kernelSymbols struct {
-	addrs []uint64 // sorted
-	names []string
+	syms  []kernelSymbol // sorted by address
+	names []byte         // every name, back to back
 	// The scheduler's own functions (__sched): the kernel's get_wchan skips them too.
 	schedStart, schedEnd uint64
+}
+
+// kernelSymbol is one symbol: its address and where its name lies in names.
+type kernelSymbol struct {
+	addr uint64
+	off  uint32
+	len  uint32
 }
 
 // errNoAddresses means kallsyms showed every address as 0 (kptr_restrict).
 var errNoAddresses = errors.New("kallsyms shows no addresses: run threadcap as root, " +
 	"or with CAP_SYSLOG, and kernel.kptr_restrict below 2")
 
-// readKallsyms reads the text symbols (core kernel, modules and BPF programs alike).
+// readKallsyms reads the text symbols (core kernel, modules and BPF programs alike). It
+// reads the file twice, counting first, so that the table is allocated once at its size:
+// growing it as lines come in allocated five times as much, which set the daemon's peak
+// memory.
 func readKallsyms(path string) (*kernelSymbols, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading kernel symbols: %w", err)
+	var n, size int
+	if err := scanKallsyms(path, func(_ uint64, name []byte) { n, size = n+1, size+len(name) }); err != nil {
+		return nil, err
 	}
-	defer f.Close()
-	type sym struct {
-		addr uint64
-		name string
+	if n == 0 {
+		return nil, errNoAddresses
 	}
-	var syms []sym
-	k := &kernelSymbols{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "ffffffff81000000 T _stext" or "ffffffffc0a01000 t xfs_buf_read\t[xfs]"
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 3 {
-			continue
-		}
-		switch fields[1] {
-		case "t", "T", "w", "W":
-		default:
-			continue
-		}
-		addr, err := strconv.ParseUint(fields[0], 16, 64)
-		if err != nil || addr == 0 {
-			continue
-		}
-		switch fields[2] {
+	// A module loaded between the two reads only makes the slices grow.
+	k := &kernelSymbols{syms: make([]kernelSymbol, 0, n), names: make([]byte, 0, size)}
+	err := scanKallsyms(path, func(addr uint64, name []byte) {
+		switch string(name) {
 		case "__sched_text_start":
 			k.schedStart = addr
 		case "__sched_text_end":
 			k.schedEnd = addr
 		}
-		syms = append(syms, sym{addr, fields[2]})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading kernel symbols: %w", err)
-	}
-	if len(syms) == 0 {
-		return nil, errNoAddresses
+		k.syms = append(k.syms, kernelSymbol{addr: addr, off: uint32(len(k.names)), len: uint32(len(name))})
+		k.names = append(k.names, name...)
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Module and BPF symbols follow the core kernel's, out of order.
-	sort.Slice(syms, func(i, j int) bool { return syms[i].addr < syms[j].addr })
-	k.addrs = make([]uint64, len(syms))
-	k.names = make([]string, len(syms))
-	for i, s := range syms {
-		k.addrs[i], k.names[i] = s.addr, s.name
-	}
+	slices.SortFunc(k.syms, func(a, b kernelSymbol) int { return cmp.Compare(a.addr, b.addr) })
 	return k, nil
+}
+
+// scanKallsyms calls fn with each text symbol of the kallsyms file at path that has an
+// address. name is only valid during the call.
+func scanKallsyms(path string, fn func(addr uint64, name []byte)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("reading kernel symbols: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// "ffffffff81000000 T _stext" or "ffffffffc0a01000 t xfs_buf_read\t[xfs]"
+		hex, rest, ok := bytes.Cut(sc.Bytes(), []byte{' '})
+		if !ok || len(rest) < 3 || rest[1] != ' ' {
+			continue
+		}
+		switch rest[0] {
+		case 't', 'T', 'w', 'W':
+		default:
+			continue
+		}
+		addr, err := strconv.ParseUint(string(hex), 16, 64)
+		if err != nil || addr == 0 {
+			continue
+		}
+		name, _, _ := bytes.Cut(rest[2:], []byte{'\t'})
+		fn(addr, name)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading kernel symbols: %w", err)
+	}
+	return nil
 }
 
 // name is the function ip is in: the nearest symbol at or below it.
 func (k *kernelSymbols) name(ip uint64) string {
-	i := sort.Search(len(k.addrs), func(i int) bool { return k.addrs[i] > ip })
+	i := sort.Search(len(k.syms), func(i int) bool { return k.syms[i].addr > ip })
 	if i == 0 {
 		return "0x" + strconv.FormatUint(ip, 16)
 	}
-	return k.names[i-1]
+	s := k.syms[i-1]
+	return string(k.names[s.off : s.off+s.len])
 }
 
 // inScheduler reports whether ip is in the scheduler's own functions.
