@@ -28,7 +28,7 @@ func asNobody(cmd *exec.Cmd, caps ...uintptr) *exec.Cmd {
 	return cmd
 }
 
-// checkLines maps each check's name to its line; fix lines follow FAIL lines.
+// checkLine is one check's result line; a fix line follows each FAIL line.
 var checkLine = regexp.MustCompile(`(?m)^(OK|FAIL)\s+(kernel|BTF|capabilities|bpf programs|data dir|free space)\s`)
 
 func checkResults(t *testing.T, out string) map[string]string {
