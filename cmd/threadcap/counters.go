@@ -11,36 +11,34 @@ import (
 	"github.com/threadcap/threadcap/bpf"
 )
 
-// How often the kernel side's loss counters are read, and how often each kind of growth
-// may be logged: a full map stays full, and one line a minute is enough to say so.
+// How often the kernel side's lost-stack count is read, and how often its growth may be
+// logged: a full stack map stays full, and one line a minute is enough to say so. (A full
+// thread record array is the sampler's to report: it reads those counters at every tick.)
 const (
 	countersEvery   = 10 * time.Second
 	countersLogEach = time.Minute
 )
 
-// lossReport is one kind of loss the kernel side counts, and what to do about it.
-type lossReport struct {
-	msg     string
-	counts  func(bpf.Counters) logrus.Fields
-	grew    func(old, now bpf.Counters) bool
+// stackLosses decides when lost stacks are worth a log line.
+type stackLosses struct {
+	logged  uint64
 	lastLog time.Time
-	logged  bpf.Counters
 }
 
-// due says whether counters c, read at now, are to be logged: they grew since last
-// logged, and that was at least countersLogEach ago.
-func (r *lossReport) due(c bpf.Counters, now time.Time) bool {
-	if !r.grew(r.logged, c) || (!r.lastLog.IsZero() && now.Sub(r.lastLog) < countersLogEach) {
+// due says whether lost, read at now, is to be logged: it grew since last logged, and
+// that was at least countersLogEach ago.
+func (s *stackLosses) due(lost uint64, now time.Time) bool {
+	if lost <= s.logged || (!s.lastLog.IsZero() && now.Sub(s.lastLog) < countersLogEach) {
 		return false
 	}
-	r.logged, r.lastLog = c, now
+	s.logged, s.lastLog = lost, now
 	return true
 }
 
-// watchCounters warns, at most once a minute per kind, while the kernel side loses
-// threads, events or stacks because a map is full, until ctx ends.
+// watchCounters warns, at most once a minute, while the kernel side loses stacks because
+// the stack map is full, until ctx ends.
 func watchCounters(ctx context.Context, t *bpf.Tracker, log *logrus.Entry) {
-	reports := lossReports(t.Capacity())
+	var losses stackLosses
 	ticker := time.NewTicker(countersEvery)
 	defer ticker.Stop()
 	for {
@@ -53,28 +51,10 @@ func watchCounters(ctx context.Context, t *bpf.Tracker, log *logrus.Entry) {
 				log.WithError(err).Debug("cannot read the kernel side's counters")
 				continue
 			}
-			for _, r := range reports {
-				if r.due(c, now) {
-					log.WithFields(r.counts(c)).Warn(r.msg)
-				}
+			if losses.due(c.LostStacks, now) {
+				log.WithField("lost_stacks", c.LostStacks).
+					Warn("stacks are lost to collisions in the stack map: some rows have no kernel_stack; raise stacks.entries")
 			}
 		}
 	}
-}
-
-// lossReports are the kinds of loss reported, for a record array of capacity threads.
-func lossReports(capacity uint32) []*lossReport {
-	return []*lossReport{{
-		msg: "the thread record array is full: some threads get no rows; raise capacity",
-		counts: func(c bpf.Counters) logrus.Fields {
-			return logrus.Fields{"untracked_threads": c.UntrackedThreads, "lost_updates": c.LostUpdates, "capacity": capacity}
-		},
-		grew: func(old, now bpf.Counters) bool {
-			return now.UntrackedThreads > old.UntrackedThreads || now.LostUpdates > old.LostUpdates
-		},
-	}, {
-		msg:    "stacks are lost to collisions in the stack map: some rows have no kernel_stack; raise stacks.entries",
-		counts: func(c bpf.Counters) logrus.Fields { return logrus.Fields{"lost_stacks": c.LostStacks} },
-		grew:   func(old, now bpf.Counters) bool { return now.LostStacks > old.LostStacks },
-	}}
 }

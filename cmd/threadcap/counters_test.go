@@ -5,35 +5,27 @@ package main
 import (
 	"testing"
 	"time"
-
-	"github.com/threadcap/threadcap/bpf"
 )
 
-// Counters growing at every read for five minutes are logged once a minute per kind;
-// counters that stay put are not logged at all.
-func TestLossesAreLoggedOnceAMinuteWhileTheyGrow(t *testing.T) {
-	reports := lossReports(1024)
+// Stack losses growing at every read for five minutes are logged once a minute; a count
+// that stays put is not logged again.
+func TestStackLossesAreLoggedOnceAMinuteWhileTheyGrow(t *testing.T) {
+	var losses stackLosses
 	start := time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
-	var c bpf.Counters
-	logged := make([]int, len(reports))
+	logged := 0
 	for i := range 30 { // every 10 s
-		c.UntrackedThreads++
-		now := start.Add(time.Duration(i) * countersEvery)
-		for k, r := range reports {
-			if r.due(c, now) {
-				logged[k]++
-			}
+		if losses.due(uint64(i+1), start.Add(time.Duration(i)*countersEvery)) {
+			logged++
 		}
 	}
-	if logged[0] != 5 {
-		t.Errorf("record losses growing for 5 minutes logged %d times, want 5", logged[0])
+	if logged != 5 {
+		t.Errorf("losses growing for 5 minutes logged %d times, want 5", logged)
 	}
-	if logged[1] != 0 {
-		t.Errorf("stack losses that never grew logged %d times", logged[1])
+	// Growth not yet logged is logged after a quiet spell; a count that stays put is not.
+	if !losses.due(30, start.Add(time.Hour)) {
+		t.Error("growth since the last line is not logged")
 	}
-	// Growth after a quiet spell is logged at once.
-	c.LostStacks = 3
-	if !reports[1].due(c, start.Add(time.Hour)) {
-		t.Error("the first stack loss is not logged")
+	if losses.due(30, start.Add(2*time.Hour)) {
+		t.Error("a count that did not grow is logged")
 	}
 }
