@@ -78,8 +78,10 @@ func TestSpinnerOnCPUMatchesSchedstat(t *testing.T) {
 			if !within(got, want, 0.02) {
 				t.Errorf("record says %.0f ns on CPU, schedstat %.0f ns: more than 2%% apart", got, want)
 			}
-			if got < 0.5*wall {
-				t.Errorf("a spinner was on CPU %.0f ns of %.0f ns", got, wall)
+			// A 2% comparison of a few milliseconds says little: the spinner must have run
+			// for real, however loaded the machine (a share of wall would depend on load).
+			if want < float64(50*time.Millisecond) {
+				t.Errorf("the spinner ran only %.0f ns of %.0f ns: nothing to compare", want, wall)
 			}
 		})
 	}
@@ -107,10 +109,11 @@ func TestPipeReaderShowsReadAndFd(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			tr := openTracker(t, Config{Syscalls: mode})
 			rd, fd := workload.PipeReader(t)
-			th := find(t, tr, rd.Tid, func(th *state.Thread) bool { return th.State == state.Sleeping })
-			if name := state.SyscallName(th.Syscall); name != "read" {
-				t.Errorf("blocked reader is in syscall %q, want read", name)
-			}
+			// As with the sleeper, Go's runtime may park the thread in a futex before its
+			// read: wait until it is seen blocked in read. find fails if it never is.
+			th := find(t, tr, rd.Tid, func(th *state.Thread) bool {
+				return th.State == state.Sleeping && state.SyscallName(th.Syscall) == "read"
+			})
 			if th.Args[0] != uint64(fd) {
 				t.Errorf("read's fd argument is %d, want %d", th.Args[0], fd)
 			}
