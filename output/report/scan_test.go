@@ -118,6 +118,7 @@ func TestBreakdown(t *testing.T) {
 		{"where pid or pid, and state", query("pid", "pid=100", "pid=300", "state=uninterruptible"),
 			[]summary{{"300", 0.5, 0.01}}},
 		{"by a column the rows leave empty", query("wchan"), []summary{{"", 2.5, 10.01}}},
+		{"where a field is empty: in user space", query("process", "syscall="), []summary{{"spin", 1, 10}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := Run(dir, tc.q)
