@@ -40,7 +40,7 @@ type Recording struct {
 	Spinner, Hog int
 	// Sleeper sits in one clock_nanosleep for the whole run.
 	Sleeper int
-	// VforkParent waits in vfork, in D state, for the whole run.
+	// VforkParent waits in vfork, in D state, for the whole run (a minute at most).
 	VforkParent int
 	// SpinnerCPU is the spinner's on-CPU time by schedstat over the time the window's rows
 	// account for: from the tick before From to the last tick before To, each at the
@@ -72,7 +72,8 @@ func Record(t *testing.T) *Recording {
 	r.Hog = start(t, gate, copyOf(t, "/bin/sh", filepath.Join(tmp, HogName)), "-c", "read x; while :; do :; done")
 	r.Sleeper = start(t, gate, "/bin/sh", "-c", "read x; exec sleep 600")
 	// The vfork parent starts at once: it shows seeded, in D state in vfork, until it ends.
-	r.VforkParent = workload.VforkParent(t, 600*time.Second).Pid
+	// Its child outlives the test (killing the parent leaves it asleep), so not by much.
+	r.VforkParent = workload.VforkParent(t, time.Minute).Pid
 	for _, pid := range []int{r.Spinner, r.Hog} {
 		var cpu0 unix.CPUSet
 		cpu0.Set(0)
