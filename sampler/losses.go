@@ -29,6 +29,9 @@ const (
 // losses tracks whether the kernel side is refusing threads, to log each episode's start
 // and end once (and a reminder a minute while it lasts), never once per tick.
 type losses struct {
+	// read paces the reads: each is a syscall per counter, some 20 µs a tick together,
+	// and a second's delay in noticing a full map changes nothing an operator does.
+	read       rateLimit
 	losing     bool
 	lastGrowth time.Time
 	remind     rateLimit
@@ -40,7 +43,7 @@ type losses struct {
 // fixes by raising the capacity.
 func (s *Sampler) checkLosses(now time.Time) {
 	lc, ok := s.src.(lossCounter)
-	if !ok {
+	if !ok || !s.losses.read.allow(now) {
 		return
 	}
 	c, err := lc.Counters()

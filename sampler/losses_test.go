@@ -15,9 +15,27 @@ import (
 type countingSource struct {
 	*fakeSource
 	counters bpf.Counters
+	reads    int
 }
 
-func (c *countingSource) Counters() (bpf.Counters, error) { return c.counters, nil }
+func (c *countingSource) Counters() (bpf.Counters, error) {
+	c.reads++
+	return c.counters, nil
+}
+
+// TestLossCountersAreReadOnceASecond: at 20 Hz, reading them at every tick would cost the
+// sampler a syscall per counter 20 times a second for nothing.
+func TestLossCountersAreReadOnceASecond(t *testing.T) {
+	r := newRig(t, Filter{})
+	src := &countingSource{fakeSource: r.src}
+	r.s.src = src
+	for i := range 40 { // two seconds at 20 Hz
+		r.tick(t, 100*sec+uint64(i)*sec/20)
+	}
+	if src.reads < 2 || src.reads > 3 {
+		t.Errorf("counters read %d times in 2 s of ticks, want 2 or 3", src.reads)
+	}
+}
 
 // TestFullMapIsReportedOncePerEpisode checks what an operator sees when the thread map
 // fills: the count in the stats at every tick, one warning when threads start being

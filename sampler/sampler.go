@@ -150,7 +150,8 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 		seeded:  map[int32]*state.Thread{},
 		slowLog: rateLimit{every: time.Minute},
 		updates: newUpdates(),
-		losses:  losses{remind: rateLimit{every: time.Minute}, readFailed: rateLimit{every: time.Minute}},
+		losses: losses{read: rateLimit{every: time.Second}, remind: rateLimit{every: time.Minute},
+			readFailed: rateLimit{every: time.Minute}},
 	}, nil
 }
 
