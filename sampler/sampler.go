@@ -89,6 +89,7 @@ type Stats struct {
 // Log field keys.
 const (
 	fieldSkipped = "skipped_ticks"
+	fieldStep    = "step"
 	fieldThreads = "threads"
 	fieldSeeded  = "seeded"
 )
@@ -180,10 +181,17 @@ func (s *Sampler) Run(ctx context.Context) error {
 		return err
 	}
 	last := s.cfg.Wall().Truncate(s.cfg.Interval)
+	clock := stepWatch{wall: s.cfg.Wall(), mono: s.cfg.Mono()}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		next := nextTick(s.cfg.Wall(), s.cfg.Interval)
+		now := s.cfg.Wall()
+		if step := clock.stepped(now, s.cfg.Mono(), s.cfg.Interval); step != 0 {
+			// The boundaries between the old time and the new were never due: not missed.
+			s.cfg.Log.WithField(fieldStep, step.String()).Warn("the wall clock was stepped; ticks follow it")
+			last = now.Truncate(s.cfg.Interval)
+		}
+		next := nextTick(now, s.cfg.Interval)
 		if missed := int64(next.Sub(last)/s.cfg.Interval) - 1; missed > 0 {
 			s.stats.SkippedTicks += uint64(missed)
 			if s.slowLog.allow(s.cfg.Wall()) {
@@ -215,6 +223,24 @@ func (s *Sampler) Run(ctx context.Context) error {
 // hosts line up, and a late tick does not push later ones back (no drift).
 func nextTick(now time.Time, interval time.Duration) time.Time {
 	return now.Truncate(interval).Add(interval)
+}
+
+// stepWatch tells a step of the wall clock (NTP, an administrator) from a slow tick: a
+// step moves the wall clock and not the monotonic one.
+type stepWatch struct {
+	wall time.Time
+	mono uint64
+}
+
+// stepped returns by how much the wall clock moved apart from the monotonic one since the
+// last call, when that is more than tolerance; else 0.
+func (w *stepWatch) stepped(wall time.Time, mono uint64, tolerance time.Duration) time.Duration {
+	step := wall.Sub(w.wall) - time.Duration(mono-w.mono)
+	w.wall, w.mono = wall, mono
+	if step > tolerance || step < -tolerance {
+		return step
+	}
+	return 0
 }
 
 // Stats returns the counts so far.

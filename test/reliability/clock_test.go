@@ -56,6 +56,13 @@ func TestClockSteps(t *testing.T) {
 	if n := logged(p.hook, logrus.WarnLevel, "clock went back"); n != 1 {
 		t.Errorf("the clock going back was logged %d times, want once", n)
 	}
+	// Steps are not slow ticks: the hours stepped over are not counted as ticks missed.
+	if n := logged(p.hook, logrus.WarnLevel, "wall clock was stepped"); n != 3 {
+		t.Errorf("three steps of the wall clock were logged %d times", n)
+	}
+	if st.SkippedTicks > 10 {
+		t.Errorf("%d ticks counted as skipped: the clock steps were taken for slow ticks", st.SkippedTicks)
+	}
 }
 
 // slowSink makes the third tick's write take longer than several intervals, as a stalled
