@@ -26,7 +26,8 @@ type Source interface {
 	Free(slot uint32) error
 }
 
-// Sink takes each tick's rows; output.Writer implements it.
+// Sink takes each tick's rows, in one call or, when there are many, in batches with the
+// same tick time; output.Writer implements it.
 type Sink interface {
 	Write(tick time.Time, rows []state.Sample) error
 }
@@ -108,7 +109,8 @@ type Sampler struct {
 	kstacks  *kernelStacks // nil without Config.Stacks
 	ustacks  *userStacks   // nil without Config.Stacks
 	prune    stackPrune
-	rows     []state.Sample
+	rows     []state.Sample // this tick's, since the last flush
+	writeErr error          // the first failed Write of this tick
 	dead     []uint32
 	stats    Stats
 	slowLog  rateLimit

@@ -134,6 +134,34 @@ func TestAllThreadsIncludesSleepers(t *testing.T) {
 	}
 }
 
+// TestManyRowsReachTheSinkInBatches: a tick where thousands of threads ran hands its rows
+// over a batch at a time, all with the tick's time, none lost or repeated.
+func TestManyRowsReachTheSinkInBatches(t *testing.T) {
+	r := newRig(t, Filter{})
+	const n = 2*rowBatch + 100
+	for tid := int32(1000); tid < 1000+n; tid++ {
+		r.s.seeded[tid] = &state.Thread{Tid: tid, Pid: 1000, State: state.Uninterruptible, Seeded: true, Syscall: state.NoSyscall}
+	}
+	r.tick(t, 100*sec)
+	var sizes []int
+	seen := map[int32]bool{}
+	for _, rows := range r.sink.ticks {
+		sizes = append(sizes, len(rows))
+		for _, row := range rows {
+			if seen[row.Tid] || !row.Time.Equal(time.Unix(0, int64(100*sec))) {
+				t.Fatalf("row %+v repeated or at another time", row)
+			}
+			seen[row.Tid] = true
+		}
+	}
+	if len(seen) != n || len(sizes) != 3 || sizes[0] != rowBatch {
+		t.Errorf("%d rows in writes of %v, want %d in writes of at most %d", len(seen), sizes, n, rowBatch)
+	}
+	if st := r.s.Stats(); st.Rows != n {
+		t.Errorf("stats count %d rows, want %d", st.Rows, n)
+	}
+}
+
 func TestSeededThreadUntilObserved(t *testing.T) {
 	r := newRig(t, Filter{All: true})
 	r.s.seeded[20] = &state.Thread{Tid: 20, Pid: 20, State: state.Uninterruptible, Seeded: true, Syscall: state.NoSyscall}
