@@ -87,6 +87,9 @@ func (s *suite) throughput(specs []workloadSpec) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
+			// The daemon's first ticks fill its caches (processes, kernel symbols): start-up
+			// cost, reported as such, not steady state.
+			t.settle()
 			for i, w := range workers {
 				sm, err := s.measure(w, t, c, s.opt.window)
 				if err != nil {
