@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/threadcap/threadcap/state"
+	"github.com/threadcap/threadcap/test/privileged"
 )
 
 // churn starts n threads that exit at once and returns the tids of those that did: Go
@@ -101,17 +102,24 @@ func TestFullMapIsCounted(t *testing.T) {
 	}
 }
 
-// TestOpenUnprivileged runs Open as user nobody in a child process (this test binary, run
-// again) and checks that the error says what to do.
-func TestOpenUnprivileged(t *testing.T) {
-	if os.Getenv("THREADCAP_OPEN_AS_CHILD") == "1" {
-		_, err := Open(Config{})
-		if err == nil {
-			os.Exit(3)
-		}
-		os.Stderr.WriteString(err.Error())
-		os.Exit(4)
+// openInChild is what the Open tests' child process (this test binary, run again) does:
+// Open, then exit 4 with the error on stderr, or 3 if Open succeeded.
+func openInChild() {
+	if os.Getenv("THREADCAP_OPEN_AS_CHILD") != "1" {
+		return
 	}
+	_, err := Open(Config{})
+	if err == nil {
+		os.Exit(3)
+	}
+	os.Stderr.WriteString(err.Error())
+	os.Exit(4)
+}
+
+// TestOpenUnprivileged runs Open as user nobody in a child process and checks that the
+// error says what to do.
+func TestOpenUnprivileged(t *testing.T) {
+	openInChild()
 	openTracker(t, Config{Capacity: 1}) // root only; the tracker itself is not used
 	dir, err := os.MkdirTemp("", "threadcap-test")
 	if err != nil {
@@ -133,5 +141,35 @@ func TestOpenUnprivileged(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "run threadcap as root") {
 		t.Errorf("error as nobody does not say what to do:\n%s", out)
+	}
+}
+
+// TestOpenWithoutBTF runs Open in a child process with a mount namespace of its own, where
+// /sys/kernel/btf is an empty tmpfs: a kernel without BTF, as far as Open can tell.
+func TestOpenWithoutBTF(t *testing.T) {
+	openInChild()
+	privileged.Require(t)
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
+		`mount -t tmpfs none /sys/kernel/btf && exec "$0" -test.run='^TestOpenWithoutBTF$'`, os.Args[0])
+	cmd.Env = append(os.Environ(), "THREADCAP_OPEN_AS_CHILD=1")
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 4 {
+		t.Fatalf("Open without BTF: exit %d, want an error (4); output:\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+	if !strings.Contains(string(out), "CONFIG_DEBUG_INFO_BTF=y") {
+		t.Errorf("error without BTF does not say what the kernel needs:\n%s", out)
+	}
+}
+
+// TestOpenTooLargeSaysLowerCapacity asks for maps the kernel cannot make.
+func TestOpenTooLargeSaysLowerCapacity(t *testing.T) {
+	privileged.Require(t)
+	tr, err := Open(Config{Capacity: 1 << 31}) // 412 GB of records
+	if err == nil {
+		tr.Close()
+		t.Fatal("Open made 2^31 records")
+	}
+	if !strings.Contains(err.Error(), "lower capacity") {
+		t.Errorf("error does not say what to do: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 )
 
 // SyscallMode says how the syscall a thread is in gets recorded.
@@ -154,6 +155,10 @@ func explain(err error) error {
 			log = log[len(log)-20:]
 		}
 		return fmt.Errorf("%w\nverifier log (last lines):\n%s", err, strings.Join(log, "\n"))
+	}
+	if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.E2BIG) {
+		return fmt.Errorf("%w: the kernel could not make the maps; lower capacity "+
+			"(each thread's record takes 192 bytes) or stacks.entries", err)
 	}
 	if errors.Is(err, os.ErrPermission) {
 		return fmt.Errorf("%w: run threadcap as root, or grant it CAP_BPF and CAP_PERFMON "+
