@@ -3,8 +3,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,14 +27,7 @@ type checkResult struct {
 // checkCommand is `threadcap check`: one line per requirement, with the fix for each
 // that fails, and a non-zero exit when one does.
 func checkCommand(args []string) int {
-	opts, err := parseFlags("check", args, os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		return exitCode(err)
-	}
-	cfg, err := opts.load()
+	_, cfg, err := settings("check", args)
 	if err != nil {
 		return exitCode(err)
 	}

@@ -39,6 +39,17 @@ type override struct {
 	set       func(*Config)
 }
 
+// settings parses the flags of command cmd (run or check) and loads the config they
+// name. -h gives flag.ErrHelp, which exitCode turns into a plain exit.
+func settings(cmd string, args []string) (*options, Config, error) {
+	opts, err := parseFlags(cmd, args, os.Stderr)
+	if err != nil {
+		return nil, Config{}, err
+	}
+	cfg, err := opts.load()
+	return opts, cfg, err
+}
+
 // parseFlags parses the flags of command cmd (run or check).
 func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 	o := &options{configPath: defaultConfigPath}

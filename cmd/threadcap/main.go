@@ -6,6 +6,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -57,7 +58,7 @@ func main() {
 
 // exitCode prints err, if any, and says how threadcap exits for it.
 func exitCode(err error) int {
-	if err == nil {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if !errors.As(err, new(usageError)) {

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -29,14 +28,7 @@ const (
 
 // runCommand is `threadcap run`: it samples until SIGINT or SIGTERM.
 func runCommand(args []string) int {
-	opts, err := parseFlags("run", args, os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		return exitCode(err)
-	}
-	cfg, err := opts.load()
+	opts, cfg, err := settings("run", args)
 	if err != nil {
 		return exitCode(err)
 	}
