@@ -69,7 +69,7 @@ func TestSuiteEndToEnd(t *testing.T) {
 				continue
 			}
 			// | workload | threads | config | CPU per tick | ... | start → first row |
-			daemonRow := regexp.MustCompile(`(?m)^\| ` + wl + ` \| \d+ \| ` + c.name + ` \| [0-9.]+ ms \| .* \| [0-9]+ ms \|$`)
+			daemonRow := regexp.MustCompile(`(?m)^\| ` + wl + ` \| \d+ \| ` + c.name + ` \| [0-9.]+ ms \([0-9.–]+\) \| .* \| [0-9]+ ms \|$`)
 			if !daemonRow.Match(b) {
 				t.Errorf("%s under %s: no daemon cost row with figures in:\n%s", wl, c.name, b)
 			}

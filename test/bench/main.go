@@ -131,6 +131,12 @@ func run(opt options) error {
 		{wlPingPong, []string{"pingpong", "-pairs", "1", "-cpu", "0"}},
 		{wlMix, []string{"mix", "-workers", strconv.Itoa(opt.mixUsers), "-dir", opt.tmp}},
 	}
+	primer, err := startWorker("primer", "mix", "-workers", "2", "-dir", opt.tmp)
+	if err != nil {
+		return err
+	}
+	defer primer.Close()
+	s.primer = primer
 	if err := s.throughput(hot); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -59,7 +60,7 @@ func (r *report) daemonTable(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "CPU of all the daemon's threads (schedstat) over the window; per thread = per tick / threads on the machine; VmHWM at the window's end; CSV bytes written in the window × 3600 / its length; start-up = exec to the first row in the CSV file.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| workload | threads | config | CPU per tick | per thread | of one core | VmHWM | CSV per hour | start → first row |")
+	fmt.Fprintln(w, "| workload | threads | config | CPU per tick (range) | per thread | of one core | VmHWM | CSV per hour | start → first row |")
 	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|")
 	for _, wl := range r.workloads {
 		for _, c := range r.configs {
@@ -67,10 +68,11 @@ func (r *report) daemonTable(w io.Writer) {
 			if !c.daemon() || len(s) == 0 {
 				continue
 			}
-			perTick := median(field(s, func(s sample) float64 { return s.cpuPerTick }))
+			ticks := field(s, func(s sample) float64 { return s.cpuPerTick })
+			perTick := median(ticks)
 			threads := median(field(s, func(s sample) float64 { return float64(s.threads) }))
-			fmt.Fprintf(w, "| %s | %.0f | %s | %.3f ms | %.0f ns | %.2f%% | %.1f MB | %s | %.0f ms |\n",
-				wl.name, threads, c.name, perTick/1e6, perTick/threads,
+			fmt.Fprintf(w, "| %s | %.0f | %s | %.3f ms (%s) | %.0f ns | %.2f%% | %.1f MB | %s | %.0f ms |\n",
+				wl.name, threads, c.name, perTick/1e6, rangeMs(ticks), perTick/threads,
 				100*median(field(s, func(s sample) float64 { return s.cpuShare })),
 				median(field(s, func(s sample) float64 { return float64(s.hwmKB) }))/1024,
 				bytesCell(median(field(s, func(s sample) float64 { return s.csvPerHour }))),
@@ -78,6 +80,15 @@ func (r *report) daemonTable(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// rangeMs is "min–max" of nanosecond figures, in milliseconds.
+func rangeMs(v []float64) string {
+	v = slices.DeleteFunc(slices.Clone(v), math.IsNaN)
+	if len(v) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f–%.2f", slices.Min(v)/1e6, slices.Max(v)/1e6)
 }
 
 // si writes a rate with a k or M suffix.

@@ -43,6 +43,8 @@ type suite struct {
 	configs []config
 	res     results
 	log     *logrus.Entry
+	// primer is a mix workload run before each window of the daemon; see warmUp.
+	primer *worker
 }
 
 // rotated is the order of the configurations in round r: each takes every position in
@@ -87,9 +89,10 @@ func (s *suite) throughput(specs []workloadSpec) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
-			// The daemon's first ticks fill its caches (processes, kernel symbols): start-up
-			// cost, reported as such, not steady state.
-			t.settle()
+			if err := s.warmUp(c, t); err != nil {
+				t.Close()
+				return err
+			}
 			for i, w := range workers {
 				sm, err := s.measure(w, t, c, s.opt.window)
 				if err != nil {
@@ -125,6 +128,10 @@ func (s *suite) scale(threads, busy int) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
+			if err := s.warmUp(c, t); err != nil {
+				t.Close()
+				return err
+			}
 			if err := w.wake(); err != nil {
 				t.Close()
 				return err
@@ -141,6 +148,22 @@ func (s *suite) scale(threads, busy int) error {
 			s.res.add(name, c.name, sm)
 		}
 	}
+	return nil
+}
+
+// warmUp brings a just started daemon to steady state. Its first ticks fill its caches,
+// and at the first kernel stack it shows it reads the kernel's symbols, some 150 ms of
+// CPU once: start-up costs, which would otherwise land in whichever window first has a
+// thread in D state. The mix workload's commits (fdatasync) put threads in D state at its
+// ticks.
+func (s *suite) warmUp(c config, t tracer) error {
+	if c.daemon() {
+		interval := time.Second / time.Duration(c.hz)
+		if _, err := s.primer.run(max(time.Second, 2*interval)); err != nil {
+			return fmt.Errorf("warming up %s: %w", c.name, err)
+		}
+	}
+	t.settle()
 	return nil
 }
 
