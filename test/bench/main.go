@@ -154,6 +154,11 @@ func run(opt options) error {
 	}
 	var out bytes.Buffer
 	writeHeader(&out, opt, time.Since(start))
+	if n, of := s.res.disturbed(); n > 0 {
+		log.WithField("windows", n).Warn("other BPF tracing programs were loaded during the run: its baselines include their cost")
+		fmt.Fprintf(&out, "**Not a quiet machine:** %d of %d windows ran with other tracing BPF programs loaded (another "+
+			"threadcap, or its tests); they slow every configuration, the baselines too. Run again on a quiet machine.\n\n", n, of)
+	}
 	r := &report{res: s.res, configs: s.configs, workloads: workloadInfos(opt)}
 	r.write(&out)
 	os.Stdout.Write(out.Bytes())

@@ -60,3 +60,13 @@ func TestStatusField(t *testing.T) {
 		t.Error("a missing field is not an error")
 	}
 }
+
+func TestDisturbedCountsWindowsWithAnotherTracer(t *testing.T) {
+	r := results{}
+	r.add(wlSyscalls, configNone, sample{foreign: 0})
+	r.add(wlSyscalls, configFloor, sample{foreign: 3})
+	r.add(wlMix, configNone, sample{foreign: 0})
+	if n, of := r.disturbed(); n != 1 || of != 3 {
+		t.Errorf("disturbed = %d of %d, want 1 of 3", n, of)
+	}
+}

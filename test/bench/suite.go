@@ -25,10 +25,28 @@ type sample struct {
 	cpuShare   float64 // daemon CPU over wall time: 1 is a whole core
 	hwmKB      int64
 	csvPerHour float64 // bytes; NaN when an hour file was closed during the window
+	// foreign is how many tracing BPF programs not the benchmark's were loaded just
+	// before the configuration was attached.
+	foreign int
 }
 
 // results holds every sample by workload, then configuration.
 type results map[string]map[string][]sample
+
+// disturbed counts the windows that ran with another tracer's programs loaded, of all.
+func (r results) disturbed() (n, of int) {
+	for _, byConfig := range r {
+		for _, samples := range byConfig {
+			for _, s := range samples {
+				of++
+				if s.foreign > 0 {
+					n++
+				}
+			}
+		}
+	}
+	return n, of
+}
 
 func (r results) add(workload, config string, s sample) {
 	if r[workload] == nil {
@@ -85,6 +103,7 @@ func (s *suite) throughput(specs []workloadSpec) error {
 	for r := range s.opt.rounds {
 		for _, c := range s.rotated(r) {
 			s.log.WithFields(logrus.Fields{"round": r + 1, "config": c.name}).Info("hot-path workloads")
+			foreign := foreignTracers()
 			t, startup, err := attach(c, s.opt)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
@@ -99,7 +118,7 @@ func (s *suite) throughput(specs []workloadSpec) error {
 					t.Close()
 					return fmt.Errorf("%s under %s: %w", specs[i].name, c.name, err)
 				}
-				sm.round, sm.startup = r, startup
+				sm.round, sm.startup, sm.foreign = r, startup, foreign
 				s.res.add(specs[i].name, c.name, sm)
 			}
 			if err := t.Close(); err != nil {
@@ -124,6 +143,7 @@ func (s *suite) scale(threads, busy int) error {
 	for r := range s.opt.scaleRounds {
 		for _, c := range s.rotated(r) {
 			s.log.WithFields(logrus.Fields{"round": r + 1, "config": c.name, "threads": threads}).Info("scale workload")
+			foreign := foreignTracers()
 			t, startup, err := attach(c, s.opt)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
@@ -144,7 +164,7 @@ func (s *suite) scale(threads, busy int) error {
 			if err != nil {
 				return fmt.Errorf("%s under %s: %w", name, c.name, err)
 			}
-			sm.round, sm.startup = r, startup
+			sm.round, sm.startup, sm.foreign = r, startup, foreign
 			s.res.add(name, c.name, sm)
 		}
 	}
