@@ -2,27 +2,22 @@
 
 package main
 
-import "github.com/cilium/ebpf"
+import "github.com/cilium/ebpf/link"
 
-// foreignTracers counts the tracing BPF programs loaded on the machine, called when the
-// benchmark itself has none loaded. Another tracer on the same hooks (another threadcap,
-// a test of one) slows every configuration, the baseline too, and makes every ratio
-// look better than it is: the results say how many windows ran with one.
+// foreignTracers counts the tracing BPF links on the machine, called when the benchmark
+// itself has none attached. Another tracer on the same hooks (another threadcap, a test of
+// one) slows every configuration, the baseline too, and skews every ratio: the results
+// say how many windows ran with one. Links, not programs: a detached program stays
+// loaded for a few hundred milliseconds, costing nothing.
 func foreignTracers() int {
 	n := 0
-	for id := ebpf.ProgramID(0); ; {
-		next, err := ebpf.ProgramGetNextID(id)
-		if err != nil {
-			return n // the end of the list, or nothing readable
-		}
-		id = next
-		p, err := ebpf.NewProgramFromID(id)
-		if err != nil {
-			continue // unloaded meanwhile
-		}
-		if info, err := p.Info(); err == nil && info.Type == ebpf.Tracing {
+	it := new(link.Iterator)
+	for it.Next() {
+		l := it.Take()
+		if info, err := l.Info(); err == nil && info.Type == link.TracingType {
 			n++
 		}
-		p.Close()
+		l.Close()
 	}
+	return n
 }
