@@ -4,6 +4,7 @@ package sampler
 
 import (
 	"bufio"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -104,13 +105,7 @@ func (c *cgroupCache) read(id uint64, pid, tid int32) (string, bool) {
 
 // expire forgets cgroups no row has needed for idleProcess, at most once a minute.
 func (c *cgroupCache) expire(now time.Time) {
-	if now.Sub(c.swept) < time.Minute {
-		return
-	}
-	c.swept = now
-	for id, p := range c.paths {
-		if now.Sub(p.used) > idleProcess {
-			delete(c.paths, id)
-		}
+	if sweepDue(&c.swept, now) {
+		maps.DeleteFunc(c.paths, func(_ uint64, p *cgroupPath) bool { return idle(now, p.used) })
 	}
 }

@@ -3,6 +3,7 @@
 package sampler
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -114,14 +115,9 @@ func (c *fdCache) exited(pid int32) {
 
 // expire forgets descriptors no row has needed for idleProcess, at most once a minute.
 func (c *fdCache) expire(now time.Time) {
-	if now.Sub(c.swept) < time.Minute {
+	if !sweepDue(&c.swept, now) {
 		return
 	}
-	c.swept = now
-	for k, e := range c.entries {
-		if now.Sub(e.used) > idleProcess {
-			delete(c.entries, k)
-		}
-	}
+	maps.DeleteFunc(c.entries, func(_ fdKey, e *fdEntry) bool { return idle(now, e.used) })
 	c.sockets.expire(c.tick)
 }

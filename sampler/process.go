@@ -3,6 +3,7 @@
 package sampler
 
 import (
+	"maps"
 	"os/user"
 	"strconv"
 	"time"
@@ -31,6 +32,19 @@ type processCache struct {
 
 // idleProcess is how long a process's context is kept without a row needing it.
 const idleProcess = 5 * time.Minute
+
+// sweepDue says whether a cache last swept at *last is to look for idle entries at now:
+// at most once a minute, not at every tick. It records now as the last sweep when due.
+func sweepDue(last *time.Time, now time.Time) bool {
+	if now.Sub(*last) < time.Minute {
+		return false
+	}
+	*last = now
+	return true
+}
+
+// idle says whether an entry last used at used is to be forgotten at now.
+func idle(now, used time.Time) bool { return now.Sub(used) > idleProcess }
 
 func newProcessCache(root string) (*processCache, error) {
 	fs, err := procfs.NewFS(root)
@@ -106,13 +120,7 @@ func (c *processCache) exited(th *state.Thread) {
 
 // expire forgets processes no row has needed for a while, at most once a minute.
 func (c *processCache) expire(now time.Time) {
-	if now.Sub(c.swept) < time.Minute {
-		return
-	}
-	c.swept = now
-	for pid, p := range c.procs {
-		if now.Sub(p.used) > idleProcess {
-			delete(c.procs, pid)
-		}
+	if sweepDue(&c.swept, now) {
+		maps.DeleteFunc(c.procs, func(_ int32, p *process) bool { return idle(now, p.used) })
 	}
 }

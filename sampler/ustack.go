@@ -4,6 +4,7 @@ package sampler
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -155,18 +156,8 @@ func (u *userStacks) exited(pid int32) { delete(u.procs, pid) }
 // expire forgets processes and symbol tables no stack needed for idleProcess, at most
 // once a minute.
 func (u *userStacks) expire(now time.Time) {
-	if now.Sub(u.swept) < time.Minute {
-		return
-	}
-	u.swept = now
-	for pid, p := range u.procs {
-		if now.Sub(p.used) > idleProcess {
-			delete(u.procs, pid)
-		}
-	}
-	for id, f := range u.files {
-		if now.Sub(f.used) > idleProcess {
-			delete(u.files, id)
-		}
+	if sweepDue(&u.swept, now) {
+		maps.DeleteFunc(u.procs, func(_ int32, p *procUser) bool { return idle(now, p.used) })
+		maps.DeleteFunc(u.files, func(_ fileID, f *fileSymbols) bool { return idle(now, f.used) })
 	}
 }
