@@ -28,15 +28,7 @@ import (
 // process context, read once before the move, no longer says where it is.
 func TestThreadInChildCgroupShowsIt(t *testing.T) {
 	privileged.Require(t)
-	cmd := exec.Command("sh", "-c", "while :; do sleep 0.01; done")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	pid := int32(cmd.Process.Pid)
+	pid := int32(workload.Process(t, exec.Command("sh", "-c", "while :; do sleep 0.01; done")))
 	s, rec := start(t, sampler.Filter{All: true, Pids: []int32{pid}}, 100*time.Millisecond)
 	tick := func() state.Sample {
 		time.Sleep(100 * time.Millisecond)

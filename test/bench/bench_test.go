@@ -5,13 +5,13 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/threadcap/threadcap/test/daemontest"
 	"github.com/threadcap/threadcap/test/privileged"
 )
 
@@ -33,9 +33,9 @@ func TestMain(m *testing.M) {
 func TestSuiteEndToEnd(t *testing.T) {
 	privileged.Require(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "threadcap")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/threadcap").CombinedOutput(); err != nil {
-		t.Fatalf("building threadcap: %v\n%s", err, out)
+	bin, err := daemontest.Build(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	opt := options{
 		daemon: bin, out: filepath.Join(dir, "results.md"), tmp: dir,

@@ -7,10 +7,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/threadcap/threadcap/test/daemontest"
 )
 
 // patience bounds every wait for something the daemon should do soon. It only bounds a
@@ -20,28 +21,10 @@ const patience = 30 * time.Second
 // stopLimit is the hard requirement: SIGTERM to exit, file flushed and programs detached.
 const stopLimit = 2 * time.Second
 
-// syncBuffer collects the daemon's log while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // daemon is one running `threadcap run`.
 type daemon struct {
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *daemontest.SyncBuffer
 	done chan struct{}
 	err  error // from Wait, once done is closed
 }
@@ -56,7 +39,7 @@ func start(t *testing.T, dir string, args ...string) *daemon {
 // startEnv is start with these environment variables added.
 func startEnv(t *testing.T, env []string, dir string, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{log: &syncBuffer{}, done: make(chan struct{})}
+	d := &daemon{log: &daemontest.SyncBuffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(binary, append([]string{"run", "--config", "", "--dir", dir}, args...)...)
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stderr = d.log

@@ -7,10 +7,9 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/threadcap/threadcap/test/daemontest"
 )
 
 // binary is threadcap, built by TestMain.
@@ -32,19 +31,12 @@ func TestMain(m *testing.M) {
 
 func build(dir string) int {
 	// Others than root run it too (the capability tests): the directory must let them.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	err := os.Chmod(dir, 0o755)
+	if err == nil {
+		binary, err = daemontest.Build(dir)
 	}
-	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	binary = filepath.Join(dir, "threadcap")
-	cmd := exec.Command(goTool, "build", "-o", binary, "github.com/threadcap/threadcap/cmd/threadcap")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building threadcap:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return 0

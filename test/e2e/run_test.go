@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/threadcap/threadcap/test/daemontest"
 	"github.com/threadcap/threadcap/test/privileged"
 	"github.com/threadcap/threadcap/test/workload"
 )
@@ -23,10 +24,10 @@ func TestRunRecordsAWorkloadAndStopsCleanly(t *testing.T) {
 	tid := strconv.Itoa(spinner.Tid)
 	dir := t.TempDir()
 	notifySocket := filepath.Join(t.TempDir(), "notify")
-	systemd := listenNotify(t, notifySocket)
+	systemd := daemontest.ListenNotify(t, notifySocket)
 	d := startEnv(t, []string{"NOTIFY_SOCKET=" + notifySocket}, dir, "--hz", "10")
 	// Ready means attached, the directory held and the threads seeded: rows follow.
-	if got := receive(t, systemd); got != "READY=1" {
+	if got := daemontest.Receive(t, systemd, patience); got != "READY=1" {
 		t.Fatalf("systemd got %q first, want READY=1", got)
 	}
 
@@ -52,7 +53,7 @@ func TestRunRecordsAWorkloadAndStopsCleanly(t *testing.T) {
 	before := len(rowsSoFar(t, dir))
 
 	d.stop(t)
-	if got := receive(t, systemd); got != "STOPPING=1" {
+	if got := daemontest.Receive(t, systemd, patience); got != "STOPPING=1" {
 		t.Errorf("systemd got %q at SIGTERM, want STOPPING=1", got)
 	}
 	rows := validRows(t, dir)

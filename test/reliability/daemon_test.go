@@ -3,7 +3,6 @@
 package reliability
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadcap/threadcap/test/daemontest"
 	"github.com/threadcap/threadcap/test/privileged"
 )
 
@@ -30,28 +30,12 @@ func TestMain(m *testing.M) {
 }
 
 // daemonBinary builds threadcap once for the tests that run it as operators do.
-var daemonBinary = sync.OnceValues(func() (string, error) {
-	bin := filepath.Join(binDir, "threadcap")
-	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/threadcap").CombinedOutput()
-	if err != nil {
-		return "", &buildError{err, out}
-	}
-	return bin, nil
-})
-
-type buildError struct {
-	err error
-	out []byte
-}
-
-func (e *buildError) Error() string {
-	return "building threadcap: " + e.err.Error() + "\n" + string(e.out)
-}
+var daemonBinary = sync.OnceValues(func() (string, error) { return daemontest.Build(binDir) })
 
 // daemon is a running `threadcap run`, its log kept.
 type daemon struct {
 	cmd *exec.Cmd
-	log *syncBuffer
+	log *daemontest.SyncBuffer
 }
 
 // startDaemon runs threadcap with args, stopped with SIGKILL when the test ends.
@@ -62,7 +46,7 @@ func startDaemon(t *testing.T, args ...string) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{log: &syncBuffer{}}
+	d := &daemon{log: &daemontest.SyncBuffer{}}
 	d.cmd = exec.Command(bin, append([]string{"run"}, args...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	if err := d.cmd.Start(); err != nil {
@@ -130,22 +114,4 @@ func waitRows(t *testing.T, dir string, n int64) {
 		}
 	}
 	t.Fatalf("the hour files in %s never grew past %d bytes", dir, n)
-}
-
-// syncBuffer is a bytes.Buffer the daemon's output goroutines and the test share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/threadcap/threadcap/sampler"
+	"github.com/threadcap/threadcap/test/workload"
 )
 
 // visible is the documented escaping of what these tests feed in: ESC and CR shown as
@@ -132,15 +133,7 @@ func runCopyOfSleep(t *testing.T, path string) int {
 	if err := os.WriteFile(path, bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(path, "60")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("running %q: %v", path, err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return cmd.Process.Pid
+	return workload.Process(t, exec.Command(path, "60"))
 }
 
 func mustGlob(t *testing.T, dir string) []string {

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -21,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/threadcap/threadcap/test/daemontest"
 	"github.com/threadcap/threadcap/test/privileged"
 	"github.com/threadcap/threadcap/test/workload"
 )
@@ -132,14 +132,9 @@ func Record(t *testing.T) *Recording {
 // Build compiles threadcap from this repository into a temporary directory.
 func Build(t *testing.T) string {
 	t.Helper()
-	_, self, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(self), "..", "..")
-	bin := filepath.Join(t.TempDir(), "threadcap")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(gobin, "build", "-o", bin, "./cmd/threadcap")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building threadcap: %v\n%s", err, out)
+	bin, err := daemontest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -165,14 +160,7 @@ func start(t *testing.T, g *pipeGate, name string, args ...string) int {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Stdin = g.r
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return cmd.Process.Pid
+	return workload.Process(t, cmd)
 }
 
 // copyOf copies an executable to path, so that the process it runs has path's base name.

@@ -101,13 +101,7 @@ func VforkParent(t testing.TB, d time.Duration) *os.Process {
 		t.Fatalf("building the vfork workload: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, strconv.Itoa(int(d/time.Second)))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	Process(t, cmd)
 	return cmd.Process
 }
 
@@ -132,9 +126,14 @@ func Burster(t testing.TB, burst, period time.Duration) *Thread {
 // which is also its only thread's tid.
 func SpinnerProcess(t testing.TB) int {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", "while :; do :; done")
+	return Process(t, exec.Command("sh", "-c", "while :; do :; done"))
+}
+
+// Process starts cmd, which is killed when the test ends, and returns its pid.
+func Process(t testing.TB, cmd *exec.Cmd) int {
+	t.Helper()
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("running %s: %v", cmd.Path, err)
 	}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
