@@ -126,17 +126,8 @@ func TestDuckDBLoadsHourFiles(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	// Rejected rows are kept per connection, so every query shares one.
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := duckConn(t)
 
 	checkTypes(t, conn, gz)
 	got := query(t, conn, gz)
@@ -268,4 +259,20 @@ func waitFor(t *testing.T, path string) {
 		}
 	}
 	t.Fatalf("%s never appeared", path)
+}
+
+// duckConn is one connection to an in-memory DuckDB, closed when the test ends.
+func duckConn(t *testing.T) *sql.Conn {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }

@@ -3,8 +3,6 @@
 package duckdb_test
 
 import (
-	"context"
-	"database/sql"
 	"flag"
 	"os"
 	"path/filepath"
@@ -131,17 +129,7 @@ func wrap(items []string, indent string, width int) string {
 // checks the answers.
 func TestRecipesAnswer(t *testing.T) {
 	rec := timetravel.Record(t)
-	ctx := context.Background()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := duckConn(t)
 
 	answers := map[string][]map[string]any{}
 	window := strings.NewReplacer(
