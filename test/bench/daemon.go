@@ -23,33 +23,45 @@ type daemon struct {
 	stderr   bytes.Buffer
 	exited   chan error
 	startup  time.Duration
+	settings string // its config file, if any
 }
 
 // startupTimeout bounds the wait for the first row; seeding 50,000 threads from /proc
 // on a slow machine takes seconds, not minutes.
 const startupTimeout = time.Minute
 
-// startDaemon runs the daemon with its files in a new directory under tmp and returns
-// once its first row has reached the CSV file.
-func startDaemon(bin, mode string, hz int, tmp string) (*daemon, error) {
+// startDaemon runs the daemon of c with its files in a new directory under tmp and
+// returns once its first row has reached the CSV file.
+func startDaemon(bin string, c config, tmp string) (*daemon, error) {
 	dir, err := os.MkdirTemp(tmp, "threadcap-bench-data-*")
 	if err != nil {
 		return nil, fmt.Errorf("making the daemon's data dir: %w", err)
 	}
-	d := &daemon{dir: dir, interval: time.Second / time.Duration(hz), exited: make(chan error, 1)}
-	d.cmd = exec.Command(bin, "run", "--dir", dir, "--hz", strconv.Itoa(hz), "--syscalls", mode)
+	d := &daemon{dir: dir, interval: time.Second / time.Duration(c.hz), exited: make(chan error, 1)}
+	args := []string{"run", "--dir", dir, "--hz", strconv.Itoa(c.hz), "--syscalls", c.mode}
+	if c.settings != "" {
+		// Beside the CSV files, not among them: the daemon owns its directory.
+		settings := dir + ".yaml"
+		if err := os.WriteFile(settings, []byte(c.settings), 0o600); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("writing the daemon's config: %w", err)
+		}
+		d.settings = settings
+		args = append(args, "--config", settings)
+	}
+	d.cmd = exec.Command(bin, args...)
 	d.cmd.Stdout = &d.stderr
 	d.cmd.Stderr = &d.stderr
 	start := time.Now()
 	if err := d.cmd.Start(); err != nil {
-		os.RemoveAll(dir)
+		d.removeFiles()
 		return nil, fmt.Errorf("starting %s (build it with: go build ./cmd/threadcap): %w", bin, err)
 	}
 	go func() { d.exited <- d.cmd.Wait() }()
 	for !d.hasRow() {
 		select {
 		case err := <-d.exited:
-			os.RemoveAll(dir)
+			d.removeFiles()
 			return nil, fmt.Errorf("threadcap exited before its first sample (%v):\n%s", err, d.stderr.String())
 		case <-time.After(2 * time.Millisecond):
 		}
@@ -105,10 +117,18 @@ func (d *daemon) mark() (costMark, error) {
 	return m, err
 }
 
+// removeFiles removes the daemon's directory and config file.
+func (d *daemon) removeFiles() {
+	os.RemoveAll(d.dir)
+	if d.settings != "" {
+		os.Remove(d.settings)
+	}
+}
+
 // Close stops the daemon as an administrator would (SIGTERM) and removes its files. An
 // exit other than a clean one is an error: the benchmark must not hide a crash.
 func (d *daemon) Close() error {
-	defer os.RemoveAll(d.dir)
+	defer d.removeFiles()
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-d.exited:

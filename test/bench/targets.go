@@ -72,12 +72,12 @@ func (r *report) targetTable(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-// worstDaemon is the highest median of f over the daemon configurations on workload,
+// worstDaemon is the highest median of f over the default daemon configurations on workload,
 // met when it is at most limit.
 func (r *report) worstDaemon(workload string, f func(sample) float64, limit float64, format func(float64) string) (string, bool, bool) {
 	worst, which := math.Inf(-1), ""
 	for _, c := range r.configs {
-		if s := r.res[workload][c.name]; c.daemon() && len(s) > 0 {
+		if s := r.res[workload][c.name]; c.daemon() && c.settings == "" && len(s) > 0 {
 			if v := median(field(s, f)); v > worst {
 				worst, which = v, c.name
 			}
@@ -89,13 +89,13 @@ func (r *report) worstDaemon(workload string, f func(sample) float64, limit floa
 	return fmt.Sprintf("%s (%s)", format(worst), which), worst <= limit, true
 }
 
-// worstRatio is the lowest median throughput ratio to baseline over the daemon
+// worstRatio is the lowest median throughput ratio to baseline over the default daemon
 // configurations in mode, met when it is at least goal.
 func (r *report) worstRatio(workload, mode, baseline string, goal float64) (string, bool, bool) {
 	worst, which := math.Inf(1), ""
 	for _, c := range r.configs {
 		s := r.res[workload][c.name]
-		if c.mode != mode || len(s) == 0 {
+		if c.mode != mode || c.settings != "" || len(s) == 0 {
 			continue
 		}
 		if v := median(ratios(s, r.res[workload][baseline])); v < worst {

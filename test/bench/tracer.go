@@ -16,6 +16,9 @@ type config struct {
 	// mode and hz are the daemon's --syscalls and --hz; mode is empty for no daemon.
 	mode string
 	hz   int
+	// settings is a config file for the daemon that turns enrichments on or off; empty
+	// for the defaults, which are what the targets are about.
+	settings string
 	// floor attaches the empty programs instead.
 	floor bool
 }
@@ -25,12 +28,28 @@ const (
 	configFloor = "floor"
 )
 
-// configs are the configurations of a run, in the order of the first round.
+// enrichments are the daemon's settings whose cost the hot-path workloads show against
+// the defaults (cgroup and fd_target columns, kernel stacks of D-state threads): all of
+// them off, and the stacks that cost a stack walk at every voluntary switch.
+var enrichments = []struct{ name, settings string }{
+	{"enrichments off", "columns: {cgroup: false, fd_target: false}\nstacks: {kernel: \"off\"}\n"},
+	{"off-CPU stacks", "stacks: {kernel: off-cpu}\n"},
+	{"off-CPU + user stacks", "stacks: {kernel: off-cpu, user: true}\n"},
+}
+
+// configs are the configurations of a run, in the order of the first round: the
+// enrichment variants run in full mode at the first rate.
 func configs(rates []int) []config {
 	cs := []config{{name: configNone}, {name: configFloor, floor: true}}
 	for _, mode := range []string{"full", "passive"} {
 		for _, hz := range rates {
 			cs = append(cs, config{name: fmt.Sprintf("%s %dHz", mode, hz), mode: mode, hz: hz})
+		}
+	}
+	if len(rates) > 0 {
+		for _, e := range enrichments {
+			cs = append(cs, config{name: fmt.Sprintf("full %dHz, %s", rates[0], e.name), mode: "full",
+				hz: rates[0], settings: e.settings})
 		}
 	}
 	return cs
@@ -68,7 +87,7 @@ func attach(c config, opt options) (t tracer, startup time.Duration, err error) 
 		}
 		return passiveTracer{h}, 0, nil
 	case c.daemon():
-		d, err := startDaemon(opt.daemon, c.mode, c.hz, opt.tmp)
+		d, err := startDaemon(opt.daemon, c, opt.tmp)
 		if err != nil {
 			return nil, 0, err
 		}
