@@ -16,7 +16,7 @@ import (
 // appendRows encodes rows and writes them with one write call. A write the disk cut short
 // keeps the rows that made it whole and takes the rest back off the file, so a reader
 // never sees a partial row and every row is counted once, as written or as dropped.
-func (w *Writer) appendRows(rows []state.Sample) error {
+func (w *Writer) appendRows(rows []state.Sample) {
 	hf := w.file
 	w.buf, w.ends = w.buf[:0], w.ends[:0]
 	headerEnd := 0
@@ -33,7 +33,8 @@ func (w *Writer) appendRows(rows []state.Sample) error {
 		hf.size += int64(n)
 		w.written.Add(uint64(len(rows)))
 		w.resume()
-		return w.syncIfDue()
+		w.syncIfDue()
+		return
 	}
 
 	whole := sort.Search(len(w.ends), func(i int) bool { return w.ends[i] > n })
@@ -43,51 +44,49 @@ func (w *Writer) appendRows(rows []state.Sample) error {
 	} else if n >= headerEnd {
 		keep = headerEnd
 	}
+	cause := pauseCauseOf(werr)
+	// Reopened at the next tick unless the disk is merely full: a file system that went
+	// read-only on an error comes back only as a new mount, which the old descriptor would
+	// never see, and after an I/O error a new descriptor is the best retry there is.
+	reopen := cause != causeNoSpace
+	reason := werr.Error()
 	if n > keep {
 		if err := hf.f.Truncate(hf.size + int64(keep)); err != nil {
-			// The file now ends in a partial row. Closing it makes the next Write reopen
-			// it, and reopening cuts that row.
-			w.dropped.Add(uint64(len(rows)))
-			cerr := w.closeFile()
-			return errors.Join(fmt.Errorf("removing a partial row from %s after %w: %w", hf.f.Name(), werr, err), cerr)
+			// The file ends in a partial row; reopening it cuts that row, and only that.
+			reopen = true
+			reason = fmt.Sprintf("%v; removing the partial row it left failed too (%v), so the file is reopened", werr, err)
 		}
 	}
 	hf.size += int64(keep)
-	cause := pauseCauseOf(werr)
-	if cause != nil {
-		w.pause(cause, logrus.Fields{fieldReason: werr.Error()})
-	}
+	w.pause(cause, logrus.Fields{fieldReason: reason})
 	w.written.Add(uint64(whole))
 	w.dropped.Add(uint64(len(rows) - whole))
-	if cause == causeReadOnly {
-		// Reopened at the next tick: a file system that went read-only on an error comes
-		// back only as a new mount, which the old descriptor would never see. Its sync
-		// fails too, and says nothing the pause has not.
+	if reopen {
 		if err := w.closeFile(); err != nil {
-			w.log.WithError(err).Debug("closing the hour file on a read-only file system failed")
+			w.log.WithError(err).Debug("closing the hour file after a failed write failed too")
 		}
 	}
-	if cause != nil {
-		return nil
-	}
-	return fmt.Errorf("writing to %s: %w", hf.f.Name(), werr)
 }
 
 // syncIfDue bounds what a power loss takes to FsyncEvery; without it the kernel's
-// writeback decides.
-func (w *Writer) syncIfDue() error {
+// writeback decides. A failed sync may have lost rows already written, which nothing can
+// bring back: it is said, and the file reopened for the next tick's rows.
+func (w *Writer) syncIfDue() {
 	if w.cfg.FsyncEvery <= 0 {
-		return nil
+		return
 	}
 	now := w.cfg.Clock()
 	if now.Sub(w.lastSync) < w.cfg.FsyncEvery {
-		return nil
+		return
 	}
 	w.lastSync = now
 	if err := w.file.f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", w.file.f.Name(), err)
+		w.pause(pauseCauseOf(err), logrus.Fields{fieldReason: fmt.Sprintf(
+			"syncing %s: %v; rows written since the last sync may not be on disk", w.file.f.Name(), err)})
+		if cerr := w.closeFile(); cerr != nil {
+			w.log.WithError(cerr).Debug("closing the hour file after a failed sync failed too")
+		}
 	}
-	return nil
 }
 
 // haveSpace checks the free-space floor. It costs one statfs per tick, which is small next
@@ -122,9 +121,15 @@ var (
 		stop:   "output file system is read-only: dropping rows until it is writable; check dmesg for why it went read-only",
 		resume: "output file system is writable again: writing rows again",
 	}
+	causeWriteError = &pauseCause{
+		stop:   "cannot write the hour file: dropping rows and trying again at every tick; the reason says what to fix",
+		resume: "the hour file can be written again: writing rows again",
+	}
 )
 
-// pauseCauseOf is the pause err calls for, or nil for an error that stops threadcap.
+// pauseCauseOf is the pause err calls for. Whatever keeps the hour file from being
+// written, threadcap keeps sampling, says so once and tries again at every tick: exiting
+// would not fix the disk, and a restart loop would end with systemd giving up on it.
 func pauseCauseOf(err error) *pauseCause {
 	switch {
 	case errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT):
@@ -132,7 +137,7 @@ func pauseCauseOf(err error) *pauseCause {
 	case errors.Is(err, unix.EROFS):
 		return causeReadOnly
 	}
-	return nil
+	return causeWriteError
 }
 
 // pause logs the first tick that cannot write; the ticks after it only count their rows.

@@ -143,8 +143,9 @@ func (w *Writer) DroppedRows() uint64 { return w.dropped.Load() }
 
 // Write appends the rows of one tick to the file of tick's hour, starting a new file when
 // the hour changes, and hands them to the kernel before returning so that tail -f sees
-// them. Running out of space is not an error: rows are dropped and counted until space
-// returns.
+// them. Failing to write is not an error: rows are dropped and counted, and the cause
+// logged once, until a write succeeds again (see pauseCauseOf). The error is ErrClosed
+// after Close.
 func (w *Writer) Write(tick time.Time, rows []state.Sample) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -170,15 +171,9 @@ func (w *Writer) Write(tick time.Time, rows []state.Sample) error {
 	}
 	if w.file == nil || !hour.Equal(w.file.hour) {
 		if err := w.rotate(hour); err != nil {
-			cause := pauseCauseOf(err)
-			if cause != nil {
-				w.pause(cause, logrus.Fields{fieldReason: err.Error()})
-			}
+			w.pause(pauseCauseOf(err), logrus.Fields{fieldReason: err.Error()})
 			w.dropped.Add(uint64(len(rows)))
-			if cause != nil {
-				return nil
-			}
-			return err
+			return nil
 		}
 	}
 	if len(rows) == 0 {
@@ -189,7 +184,8 @@ func (w *Writer) Write(tick time.Time, rows []state.Sample) error {
 		return nil
 	}
 	w.writeStacks(rows)
-	return w.appendRows(rows)
+	w.appendRows(rows)
+	return nil
 }
 
 // rotate syncs and closes the previous hour's file and opens hour's.

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package output
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+)
+
+// TestWriteErrorPausesAndRetries makes writes fail with an error that is neither a full
+// disk nor a read-only file system (EFBIG, from a file size limit: Go ignores the SIGXFSZ
+// that comes with it). The writer must keep the file valid, count every row once, say so
+// once, and write again as soon as it can, never stop the daemon with an error.
+func TestWriteErrorPausesAndRetries(t *testing.T) {
+	dir := t.TempDir()
+	hour := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
+	cfg, clock, hook := testConfig(dir, hour)
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	sent := map[string][]byte{}
+	var tid int32
+	tick := hour
+	write := func() {
+		t.Helper()
+		tick = tick.Add(time.Second)
+		clock.Set(tick)
+		rows := mysqlRows(tick, tid, 37)
+		for i := range rows {
+			sent[strconv.Itoa(int(tid))] = AppendCSV(nil, &rows[i])
+			tid++
+		}
+		if err := w.Write(tick, rows); err != nil {
+			t.Fatalf("Write returned %v; a failing disk must not stop the daemon", err)
+		}
+	}
+	write()
+	path := filepath.Join(dir, hourName(hour, suffixCSV))
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	restore := func() {
+		if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer restore()
+	// Room for a row and a half: the next tick's write is cut inside a row.
+	limit := uint64(fi.Size()) + uint64(len(sent["0"])*3/2)
+	if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: limit, Max: old.Max}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		write()
+	}
+	restore()
+	if w.DroppedRows() == 0 {
+		t.Fatal("no row was dropped while the file could not grow")
+	}
+	checkWholeRows(t, w, path, sent, int(tid))
+
+	written := w.WrittenRows()
+	write()
+	if w.WrittenRows() != written+37 {
+		t.Errorf("once writes worked again %d rows were written, want the tick's 37", w.WrittenRows()-written)
+	}
+	checkWholeRows(t, w, path, sent, int(tid))
+	if n := countLogs(hook, logrus.WarnLevel, causeWriteError.stop); n != 1 {
+		t.Errorf("the failing writes logged %d times, want once", n)
+	}
+	if n := countLogs(hook, logrus.InfoLevel, causeWriteError.resume); n != 1 {
+		t.Errorf("writing again logged %d times, want once", n)
+	}
+}
