@@ -27,16 +27,27 @@ type kernelStack struct {
 // the sampler prunes it (see stackprune.go), which forgets it here too; the cache holds
 // at most as many entries as the stack map.
 type kernelStacks struct {
-	src      StackSource
-	kallsyms string
-	syms     *kernelSymbols
-	byID     map[uint16]kernelStack
-	log      *logrus.Entry
-	broken   bool // kallsyms could not be read: logged once, no stacks
+	src  StackSource
+	byID map[uint16]kernelStack
+	log  *logrus.Entry
+	// loaded is closed once the symbols are read (syms) or could not be (loadErr).
+	loaded  chan struct{}
+	syms    *kernelSymbols
+	loadErr error
+	ready   bool // loaded was seen closed; loadErr, if any, logged
 }
 
+// newKernelStacks starts reading the kernel's symbols in the background at once: some
+// 150 ms of CPU that would otherwise stall whichever tick first shows a stack (and, at a
+// high rate, skip the ticks after it). The kernel side is loaded by now, so its own
+// programs are named too.
 func newKernelStacks(src StackSource, kallsyms string, log *logrus.Entry) *kernelStacks {
-	return &kernelStacks{src: src, kallsyms: kallsyms, byID: map[uint16]kernelStack{}, log: log}
+	k := &kernelStacks{src: src, byID: map[uint16]kernelStack{}, log: log, loaded: make(chan struct{})}
+	go func() {
+		defer close(k.loaded)
+		k.syms, k.loadErr = readKallsyms(kallsyms)
+	}()
+	return k
 }
 
 // get returns stack id symbolized; a nil stack when it cannot be read.
@@ -44,19 +55,15 @@ func (k *kernelStacks) get(id uint16) kernelStack {
 	if ks, ok := k.byID[id]; ok {
 		return ks
 	}
-	if k.broken {
-		return kernelStack{}
-	}
-	if k.syms == nil {
-		// Read at the first stack, after the kernel side is loaded, so that its own
-		// programs are named too.
-		syms, err := readKallsyms(k.kallsyms)
-		if err != nil {
-			k.broken = true
-			k.log.WithError(err).Warn("kernel stacks cannot be symbolized; the kernel_stack column stays empty")
-			return kernelStack{}
+	if !k.ready {
+		<-k.loaded // at most the rest of the read started with the sampler
+		k.ready = true
+		if k.loadErr != nil {
+			k.log.WithError(k.loadErr).Warn("kernel stacks cannot be symbolized; the kernel_stack column stays empty")
 		}
-		k.syms = syms
+	}
+	if k.loadErr != nil {
+		return kernelStack{}
 	}
 	ips, err := k.src.Stack(id)
 	if err != nil {

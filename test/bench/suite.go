@@ -175,10 +175,9 @@ func (s *suite) scale(threads, busy int) error {
 }
 
 // warmUp brings a just started daemon to steady state. Its first ticks fill its caches,
-// and at the first kernel stack it shows it reads the kernel's symbols, some 150 ms of
-// CPU once: start-up costs, which would otherwise land in whichever window first has a
-// thread in D state. The mix workload's commits (fdatasync) put threads in D state at its
-// ticks.
+// and in the background it reads the kernel's symbols, some 150 ms of CPU once: start-up
+// costs, which would otherwise land in the first window. The mix workload's commits
+// (fdatasync) put threads in D state at its ticks, so its first stacks are behind it too.
 func (s *suite) warmUp(c config, t tracer) error {
 	if c.daemon() {
 		interval := time.Second / time.Duration(c.hz)
