@@ -61,45 +61,28 @@ func TestDiskFull(t *testing.T) {
 			}
 			defer w.Close()
 
-			sent := map[string][]byte{} // every row given to Write, encoded, by tid
-			var tid int32
-			tick := hour
-			write := func() {
-				t.Helper()
-				tick = tick.Add(time.Second)
-				clock.Set(tick)
-				rows := mysqlRows(tick, tid, 37)
-				for i := range rows {
-					// Long, quoted values make a cut likely to land inside a row.
-					rows[i].Exe = strings.Repeat("/opt/a \"b\",c", 1+int(tid)%7)
-					sent[strconv.Itoa(int(tid))] = AppendCSV(nil, &rows[i])
-					tid++
-				}
-				if err := w.Write(tick, rows); err != nil {
-					t.Fatalf("Write: %v", err)
-				}
-			}
+			f := newTickFeeder(t, w, clock, hour)
 			for i := 0; w.DroppedRows() == 0; i++ {
 				if i == 1000 {
 					t.Fatal("never ran out of space")
 				}
-				write()
+				f.write()
 			}
 			for range 5 {
-				write() // ticks while full only count their rows
+				f.write() // ticks while full only count their rows
 			}
 			path := filepath.Join(dir, hourName(hour, suffixCSV))
-			checkWholeRows(t, w, path, sent, int(tid))
+			checkWholeRows(t, w, path, f)
 
 			if err := os.Remove(filler); err != nil {
 				t.Fatal(err)
 			}
 			written := w.WrittenRows()
-			write()
+			f.write()
 			if w.WrittenRows() != written+37 {
 				t.Errorf("after freeing space %d rows were written, want the tick's 37", w.WrittenRows()-written)
 			}
-			checkWholeRows(t, w, path, sent, int(tid))
+			checkWholeRows(t, w, path, f)
 			if n := countLogs(hook, logrus.WarnLevel, "out of disk space: dropping rows until space is freed"); n != 1 {
 				t.Errorf("running out of space logged %d times, want once", n)
 			}
@@ -121,7 +104,7 @@ func TestDiskFull(t *testing.T) {
 
 // checkWholeRows checks that the file holds exactly the rows counted as written, each one
 // whole and as it was sent, and that no row was both written and dropped.
-func checkWholeRows(t *testing.T, w *Writer, path string, sent map[string][]byte, total int) {
+func checkWholeRows(t *testing.T, w *Writer, path string, f *tickFeeder) {
 	t.Helper()
 	content := readPlain(t, path)
 	if !bytes.HasSuffix(content, []byte("\n")) {
@@ -131,17 +114,49 @@ func checkWholeRows(t *testing.T, w *Writer, path string, sent map[string][]byte
 	if len(records)-1 != int(w.WrittenRows()) {
 		t.Errorf("file has %d rows, writer counts %d written", len(records)-1, w.WrittenRows())
 	}
-	if w.WrittenRows()+w.DroppedRows() != uint64(total) {
-		t.Errorf("written %d + dropped %d != %d rows given", w.WrittenRows(), w.DroppedRows(), total)
+	if w.WrittenRows()+w.DroppedRows() != uint64(f.tid) {
+		t.Errorf("written %d + dropped %d != %d rows given", w.WrittenRows(), w.DroppedRows(), f.tid)
 	}
 	// Walk the raw bytes row by row, so a row cut and glued to the next cannot hide.
 	rest := content[len(header):]
 	tid := column(t, "tid")
 	for _, rec := range records[1:] {
-		row, ok := sent[rec[tid]]
+		row, ok := f.sent[rec[tid]]
 		if !ok || !bytes.HasPrefix(rest, row) {
 			t.Fatalf("row of tid %s is not a row that was sent: %q", rec[tid], rest[:min(len(rest), 200)])
 		}
 		rest = rest[len(row):]
+	}
+}
+
+// tickFeeder writes ticks of 37 rows, one second apart, and keeps every row it gave the
+// writer as encoded, by tid: what checkWholeRows compares the file with.
+type tickFeeder struct {
+	t     *testing.T
+	w     *Writer
+	clock *fakeClock
+	tick  time.Time
+	tid   int32 // the next row's tid: also how many rows were given
+	sent  map[string][]byte
+}
+
+func newTickFeeder(t *testing.T, w *Writer, clock *fakeClock, hour time.Time) *tickFeeder {
+	return &tickFeeder{t: t, w: w, clock: clock, tick: hour, sent: map[string][]byte{}}
+}
+
+// write writes the next tick; a failing disk must not make Write return an error.
+func (f *tickFeeder) write() {
+	f.t.Helper()
+	f.tick = f.tick.Add(time.Second)
+	f.clock.Set(f.tick)
+	rows := mysqlRows(f.tick, f.tid, 37)
+	for i := range rows {
+		// Long, quoted values make a cut likely to land inside a row.
+		rows[i].Exe = strings.Repeat("/opt/a \"b\",c", 1+int(f.tid)%7)
+		f.sent[strconv.Itoa(int(f.tid))] = AppendCSV(nil, &rows[i])
+		f.tid++
+	}
+	if err := f.w.Write(f.tick, rows); err != nil {
+		f.t.Fatalf("Write: %v", err)
 	}
 }

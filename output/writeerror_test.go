@@ -5,7 +5,6 @@ package output
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -27,23 +26,8 @@ func TestWriteErrorPausesAndRetries(t *testing.T) {
 	}
 	defer w.Close()
 
-	sent := map[string][]byte{}
-	var tid int32
-	tick := hour
-	write := func() {
-		t.Helper()
-		tick = tick.Add(time.Second)
-		clock.Set(tick)
-		rows := mysqlRows(tick, tid, 37)
-		for i := range rows {
-			sent[strconv.Itoa(int(tid))] = AppendCSV(nil, &rows[i])
-			tid++
-		}
-		if err := w.Write(tick, rows); err != nil {
-			t.Fatalf("Write returned %v; a failing disk must not stop the daemon", err)
-		}
-	}
-	write()
+	f := newTickFeeder(t, w, clock, hour)
+	f.write()
 	path := filepath.Join(dir, hourName(hour, suffixCSV))
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -61,25 +45,25 @@ func TestWriteErrorPausesAndRetries(t *testing.T) {
 	}
 	defer restore()
 	// Room for a row and a half: the next tick's write is cut inside a row.
-	limit := uint64(fi.Size()) + uint64(len(sent["0"])*3/2)
+	limit := uint64(fi.Size()) + uint64(len(f.sent["0"])*3/2)
 	if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: limit, Max: old.Max}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		write()
+		f.write()
 	}
 	restore()
 	if w.DroppedRows() == 0 {
 		t.Fatal("no row was dropped while the file could not grow")
 	}
-	checkWholeRows(t, w, path, sent, int(tid))
+	checkWholeRows(t, w, path, f)
 
 	written := w.WrittenRows()
-	write()
+	f.write()
 	if w.WrittenRows() != written+37 {
 		t.Errorf("once writes worked again %d rows were written, want the tick's 37", w.WrittenRows()-written)
 	}
-	checkWholeRows(t, w, path, sent, int(tid))
+	checkWholeRows(t, w, path, f)
 	if n := countLogs(hook, logrus.WarnLevel, causeWriteError.stop); n != 1 {
 		t.Errorf("the failing writes logged %d times, want once", n)
 	}
