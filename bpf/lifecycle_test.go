@@ -6,36 +6,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/threadcap/threadcap/state"
 	"github.com/threadcap/threadcap/test/privileged"
+	"github.com/threadcap/threadcap/test/workload"
 )
 
 // churn starts n threads that exit at once and returns the tids of those that did: Go
 // parks the main thread instead of ending it, should one of the goroutines land there.
 func churn(n int) map[int32]bool {
-	tids := make(chan int32, n)
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Exiting while locked makes the runtime end the thread instead of reusing it.
-			runtime.LockOSThread()
-			tids <- int32(syscall.Gettid())
-		}()
-	}
-	wg.Wait()
-	close(tids)
 	set := map[int32]bool{}
-	for tid := range tids {
+	for _, tid := range workload.ShortThreads(n) {
 		if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(int(tid))); err != nil {
 			set[tid] = true
 		}

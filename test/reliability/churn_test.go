@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/threadcap/threadcap/state"
+	"github.com/threadcap/threadcap/test/workload"
 )
 
 // Churn: the numbers RELIABILITY.md quotes.
@@ -58,7 +58,7 @@ func TestChurn(t *testing.T) {
 				t.Errorf("process batch: %v", err)
 			}
 		}()
-		churnThreads(threadsPerBatch)
+		workload.ShortThreads(threadsPerBatch)
 		<-pace.C
 	}
 	pace.Stop()
@@ -122,21 +122,6 @@ func TestChurn(t *testing.T) {
 	if growth := int64(heapAfter) - int64(heapBefore); growth > heapGrowthBound {
 		t.Errorf("heap grew by %.1f MiB over the churn, bound %d MiB", float64(growth)/(1<<20), heapGrowthBound>>20)
 	}
-}
-
-// churnThreads starts n threads at once and waits for them to exit.
-func churnThreads(n int) {
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Exiting while locked makes the runtime end the thread instead of reusing it.
-			runtime.LockOSThread()
-			syscall.Gettid()
-		}()
-	}
-	wg.Wait()
 }
 
 // alive reports whether th's thread still exists: its tid exists and started when the

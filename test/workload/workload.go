@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +38,29 @@ func start(t testing.TB, body func(stop <-chan struct{})) *Thread {
 	th.Tid = <-tids
 	t.Cleanup(func() { close(th.stop) })
 	return th
+}
+
+// ShortThreads starts n threads at once, each ending as soon as it has started, waits for
+// them and returns their tids.
+func ShortThreads(n int) []int32 {
+	tids := make(chan int32, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Exiting while locked makes the runtime end the thread instead of reusing it.
+			runtime.LockOSThread()
+			tids <- int32(syscall.Gettid())
+		}()
+	}
+	wg.Wait()
+	close(tids)
+	out := make([]int32, 0, n)
+	for tid := range tids {
+		out = append(out, tid)
+	}
+	return out
 }
 
 // Spinner burns CPU in user space.
