@@ -103,13 +103,8 @@ func (s *suite) throughput(specs []workloadSpec) error {
 	for r := range s.opt.rounds {
 		for _, c := range s.rotated(r) {
 			s.log.WithFields(logrus.Fields{"round": r + 1, "config": c.name}).Info("hot-path workloads")
-			foreign := foreignTracers()
-			t, startup, err := attach(c, s.opt)
+			t, startup, foreign, err := s.start(c)
 			if err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
-			if err := s.warmUp(c, t); err != nil {
-				t.Close()
 				return err
 			}
 			for i, w := range workers {
@@ -146,13 +141,8 @@ func (s *suite) scale(threads, busy int) error {
 				continue // the enrichments' cost is shown by the hot-path workloads
 			}
 			s.log.WithFields(logrus.Fields{"round": r + 1, "config": c.name, "threads": threads}).Info("scale workload")
-			foreign := foreignTracers()
-			t, startup, err := attach(c, s.opt)
+			t, startup, foreign, err := s.start(c)
 			if err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
-			if err := s.warmUp(c, t); err != nil {
-				t.Close()
 				return err
 			}
 			if err := w.wake(); err != nil {
@@ -172,6 +162,21 @@ func (s *suite) scale(threads, busy int) error {
 		}
 	}
 	return nil
+}
+
+// start puts c in effect and brings it to steady state. foreign is how many tracing BPF
+// programs not the benchmark's were loaded just before.
+func (s *suite) start(c config) (t tracer, startup time.Duration, foreign int, err error) {
+	foreign = foreignTracers()
+	t, startup, err = attach(c, s.opt)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("%s: %w", c.name, err)
+	}
+	if err := s.warmUp(c, t); err != nil {
+		t.Close()
+		return nil, 0, 0, err
+	}
+	return t, startup, foreign, nil
 }
 
 // warmUp brings a just started daemon to steady state. Its first ticks fill its caches,
