@@ -122,7 +122,7 @@ var (
 		resume: "output file system is writable again: writing rows again",
 	}
 	causeWriteError = &pauseCause{
-		stop:   "cannot write the hour file: dropping rows and trying again at every tick; the reason says what to fix",
+		stop:   "cannot write the hour file: rows that cannot be written are dropped, and it is tried again at every tick; the reason says what to fix",
 		resume: "the hour file can be written again: writing rows again",
 	}
 )
