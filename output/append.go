@@ -28,6 +28,10 @@ func (w *Writer) appendRows(rows []state.Sample) {
 		w.buf = AppendCSV(w.buf, &rows[i])
 		w.ends = append(w.ends, len(w.buf))
 	}
+	if w.paused == causeNoSpace && !w.fits(len(w.buf)) {
+		w.dropped.Add(uint64(len(rows)))
+		return
+	}
 	n, werr := hf.f.Write(w.buf)
 	if werr == nil {
 		hf.size += int64(n)
@@ -106,6 +110,18 @@ func (w *Writer) haveSpace() bool {
 	}
 	w.pause(causeNoSpace, logrus.Fields{fieldReason: "below the free-space floor", fieldFreeBytes: free, fieldFloor: w.cfg.MinFreeBytes})
 	return false
+}
+
+// fits tells whether the file system has room for n more bytes. While the disk is full,
+// a tick's rows are written only when they fit: a write that fails part way leaves a
+// partial row at the end of the file until it is cut off again, and doing that at every
+// tick would show readers of the live file a broken last row many times a second.
+func (w *Writer) fits(n int) bool {
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(int(w.file.f.Fd()), &fs); err != nil {
+		return true // the write says whether it fits
+	}
+	return int64(fs.Bavail)*fs.Bsize >= int64(n)
 }
 
 // pauseCause is a condition an administrator fixes while threadcap keeps running: rows are

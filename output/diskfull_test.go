@@ -68,10 +68,17 @@ func TestDiskFull(t *testing.T) {
 				}
 				f.write()
 			}
+			path := filepath.Join(dir, hourName(hour, suffixCSV))
+			before := modTime(t, path)
+			time.Sleep(20 * time.Millisecond) // past the file system's timestamp granularity
 			for range 5 {
 				f.write() // ticks while full only count their rows
 			}
-			path := filepath.Join(dir, hourName(hour, suffixCSV))
+			// A write that failed part way and was cut off again would show in the
+			// modification time: readers of the live file would have seen a partial row.
+			if after := modTime(t, path); !after.Equal(before) {
+				t.Errorf("ticks while the disk was full wrote to the file (modified %v, then %v)", before, after)
+			}
 			checkWholeRows(t, w, path, f)
 
 			if err := os.Remove(filler); err != nil {
@@ -100,6 +107,15 @@ func TestDiskFull(t *testing.T) {
 			}
 		})
 	}
+}
+
+func modTime(t *testing.T, path string) time.Time {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.ModTime()
 }
 
 // checkWholeRows checks that the file holds exactly the rows counted as written, each one
