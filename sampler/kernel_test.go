@@ -94,8 +94,10 @@ func run(t *testing.T, f sampler.Filter, interval, d time.Duration, watch ...int
 // TestSpinnerRowsMatchSchedstat ticks by hand, each tick at the moment it is taken, so
 // that the schedstat read right after it describes the same instant: Run labels a tick
 // with its aligned boundary, which on a loaded machine can be well before schedstat's read.
+// The spinner has a CPU to itself: on the test's CPU, a tick would preempt it to run.
 func TestSpinnerRowsMatchSchedstat(t *testing.T) {
 	spin := workload.SpinnerProcess(t)
+	workload.Apart(t, spin)
 	s, rec := start(t, sampler.Filter{}, 50*time.Millisecond, spin)
 	for range 60 {
 		if err := s.Tick(time.Now()); err != nil {

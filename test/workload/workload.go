@@ -5,6 +5,7 @@
 package workload
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Thread is an OS thread running one workload until the test ends.
@@ -151,6 +154,50 @@ func Burster(t testing.TB, burst, period time.Duration) *Thread {
 func SpinnerProcess(t testing.TB) int {
 	t.Helper()
 	return Process(t, exec.Command("sh", "-c", "while :; do :; done"))
+}
+
+// Apart gives the single-threaded process pid a CPU of its own until the test ends: every
+// thread of this test process moves to CPU 0 (the threads it starts later inherit that)
+// and pid to CPU 1. Then a tick that looks at pid never has to preempt it on its CPU to
+// run, which would show it waiting for the CPU at exactly the instants it is sampled.
+// With one CPU there is nothing to keep apart and nothing is moved.
+func Apart(t testing.TB, pid int) {
+	t.Helper()
+	if runtime.NumCPU() < 2 {
+		return
+	}
+	var mine, its unix.CPUSet
+	mine.Set(0)
+	its.Set(1)
+	if err := unix.SchedSetaffinity(pid, &its); err != nil {
+		t.Fatalf("moving pid %d to CPU 1: %v", pid, err)
+	}
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	setAll := func(set *unix.CPUSet) error {
+		tids, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return err
+		}
+		for _, e := range tids {
+			tid, _ := strconv.Atoi(e.Name())
+			// A thread can exit between the listing and the call.
+			if err := unix.SchedSetaffinity(tid, set); err != nil && err != unix.ESRCH {
+				return fmt.Errorf("thread %d: %w", tid, err)
+			}
+		}
+		return nil
+	}
+	if err := setAll(&mine); err != nil {
+		t.Fatalf("moving this test process to CPU 0: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := setAll(&all); err != nil {
+			t.Errorf("giving this test process its CPUs back: %v", err)
+		}
+	})
 }
 
 // Process starts cmd, which is killed when the test ends, and returns its pid.
