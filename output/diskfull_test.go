@@ -90,6 +90,21 @@ func TestDiskFull(t *testing.T) {
 				t.Errorf("after freeing space %d rows were written, want the tick's 37", w.WrittenRows()-written)
 			}
 			checkWholeRows(t, w, path, f)
+			// The ticks whose rows were dropped are left out of the ticks file with them;
+			// the tick that wrote again is in it.
+			withRows := map[string]bool{}
+			for _, rec := range readCSV(t, path)[1:] {
+				withRows[rec[0]] = true
+			}
+			ticks := readCSV(t, filepath.Join(dir, tickFiles.name(hour, suffixCSV)))[1:]
+			for _, rec := range ticks {
+				if !withRows[rec[0]] {
+					t.Errorf("tick %s is in the ticks file, but its rows were dropped", rec[0])
+				}
+			}
+			if last := f.tick.Local().Format(timeLayout); len(ticks) == 0 || ticks[len(ticks)-1][0] != last {
+				t.Errorf("the tick after space was freed (%s) is not the ticks file's last: %v", last, ticks)
+			}
 			if n := countLogs(hook, logrus.WarnLevel, "out of disk space: dropping rows until space is freed"); n != 1 {
 				t.Errorf("running out of space logged %d times, want once", n)
 			}

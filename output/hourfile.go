@@ -21,10 +21,12 @@ import (
 // the same hour on servers in different time zones. Rows inside still carry local time.
 //
 // Each hour's stacks, which rows refer to by hash, go to threadcap_stacks_<UTC hour>Z<suffix>,
+// and the times of its ticks, rows or not, to threadcap_ticks_<UTC hour>Z<suffix>; both are
 // rotated, compressed and deleted like the samples.
 const (
 	namePrefix   = "threadcap_samples_"
 	stacksPrefix = "threadcap_stacks_"
+	ticksPrefix  = "threadcap_ticks_"
 	hourLayout   = "2006-01-02T15Z"
 	suffixCSV    = ".csv"
 	suffixGzip   = ".csv.gz"
@@ -37,7 +39,8 @@ const (
 	suffixNotAFile = ".csv.not-a-file"
 )
 
-// fileKind is one series of hour files: the samples, or the stacks they refer to.
+// fileKind is one series of hour files: the samples, the stacks they refer to, or the
+// ticks.
 type fileKind struct {
 	prefix, header string
 }
@@ -45,6 +48,7 @@ type fileKind struct {
 var (
 	sampleFiles = fileKind{namePrefix, header}
 	stackFiles  = fileKind{stacksPrefix, stacksHeader}
+	tickFiles   = fileKind{ticksPrefix, ticksHeader}
 )
 
 // name is the file name for the hour starting at hour, with suffix.
@@ -59,8 +63,11 @@ func hourName(hour time.Time, suffix string) string {
 
 // kindOf is the series a file name threadcap wrote belongs to.
 func kindOf(name string) fileKind {
-	if strings.HasPrefix(name, stacksPrefix) {
+	switch {
+	case strings.HasPrefix(name, stacksPrefix):
 		return stackFiles
+	case strings.HasPrefix(name, ticksPrefix):
+		return tickFiles
 	}
 	return sampleFiles
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,11 +83,12 @@ func mysqlRows(tick time.Time, firstTid int32, n int) []state.Sample {
 }
 
 // readCSV parses a file the way a user's tools would, decompressing by suffix, and returns
-// its records with the header first.
+// its records with the header first. Every record must have as many fields as its kind's
+// header.
 func readCSV(t testing.TB, path string) [][]string {
 	t.Helper()
 	r := csv.NewReader(bytes.NewReader(readPlain(t, path)))
-	r.FieldsPerRecord = len(Columns)
+	r.FieldsPerRecord = strings.Count(kindOf(filepath.Base(path)).header, ",") + 1
 	records, err := r.ReadAll()
 	if err != nil {
 		t.Fatalf("%s does not parse as CSV: %v", path, err)

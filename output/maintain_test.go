@@ -45,6 +45,7 @@ func TestClosedHoursAreCompressed(t *testing.T) {
 					content = AppendCSV(content, &rows[j])
 				}
 				want[hourName(tick.Truncate(time.Hour), suffix)] = content
+				want[tickFiles.name(tick.Truncate(time.Hour), suffix)] = []byte(ticksHeader + tick.Local().Format(timeLayout) + "\n")
 			}
 			w.maintain(context.Background())
 			if err := w.Close(); err != nil {

@@ -4,7 +4,6 @@ package output
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -29,9 +28,8 @@ func AppendStackCSV(dst []byte, s *state.Stack) []byte {
 // stackSet is what the current hour's stacks file holds, so that each stack is written
 // to it once and an hour's files can be read without any other hour's.
 type stackSet struct {
-	file   *hourFile
-	seen   map[string]bool
-	failed bool // writing failed this hour: logged once
+	sideFile
+	seen map[string]bool
 }
 
 // writeStacks adds the stacks rows refer to that the hour's stacks file does not have yet,
@@ -45,7 +43,7 @@ func (w *Writer) writeStacks(rows []state.Sample) {
 			if st == nil {
 				continue
 			}
-			if w.stacks.file == nil || !w.stacks.file.hour.Equal(w.file.hour) {
+			if !w.stacks.current(w.file.hour) {
 				if err := w.openStacks(); err != nil {
 					w.stacksFailed(err)
 					return
@@ -62,7 +60,7 @@ func (w *Writer) writeStacks(rows []state.Sample) {
 	if len(buf) == 0 {
 		return
 	}
-	if err := w.appendStackLines(buf); err != nil {
+	if err := w.stacks.appendLines(buf); err != nil {
 		for _, h := range added {
 			delete(w.stacks.seen, h)
 		}
@@ -71,43 +69,23 @@ func (w *Writer) writeStacks(rows []state.Sample) {
 }
 
 func (w *Writer) stacksFailed(err error) {
-	if !w.stacks.failed {
-		w.stacks.failed = true
-		w.log.WithError(err).Warn("writing stacks failed; rows refer to stacks the hour's stacks file lacks")
-	}
-}
-
-// appendStackLines writes whole lines to the hour's stacks file; a short write is cut
-// back so that the file holds whole lines only.
-func (w *Writer) appendStackLines(buf []byte) error {
-	hf := w.stacks.file
-	if hf.size == 0 {
-		buf = append([]byte(stacksHeader), buf...)
-	}
-	n, err := hf.f.Write(buf)
-	if err == nil {
-		hf.size += int64(n)
-		return nil
-	}
-	return errors.Join(err, hf.f.Truncate(hf.size))
+	w.stacks.fail(w, err, "writing stacks failed; rows refer to stacks the hour's stacks file lacks")
 }
 
 // openStacks opens the current hour's stacks file, reading which stacks an earlier run
 // already wrote to it.
 func (w *Writer) openStacks() error {
-	if err := w.closeStacks(); err != nil {
-		w.log.WithError(err).Debug("closing the previous stacks file failed")
-	}
-	hf, _, err := openKindFile(stackFiles, w.cfg.Dir, w.file.hour, w.cfg.FileMode, w.gid)
-	if err != nil {
+	w.stacks.seen = nil
+	if err := w.stacks.open(w); err != nil {
 		return err
 	}
-	seen, err := stackHashes(hf)
+	seen, err := stackHashes(w.stacks.file)
 	if err != nil {
-		hf.f.Close()
-		return fmt.Errorf("reading %s: %w", hf.f.Name(), err)
+		name := w.stacks.file.f.Name()
+		w.stacks.close()
+		return fmt.Errorf("reading %s: %w", name, err)
 	}
-	w.stacks.file, w.stacks.seen = hf, seen
+	w.stacks.seen = seen
 	return nil
 }
 
@@ -123,15 +101,4 @@ func stackHashes(hf *hourFile) (map[string]bool, error) {
 		}
 	}
 	return seen, sc.Err()
-}
-
-// closeStacks ends the hour's stacks file, synced like the samples so that compression
-// reads what a power loss would keep.
-func (w *Writer) closeStacks() error {
-	if w.stacks.file == nil {
-		return nil
-	}
-	f := w.stacks.file.f
-	w.stacks.file, w.stacks.seen = nil, nil
-	return errors.Join(f.Sync(), f.Close())
 }

@@ -61,6 +61,8 @@ type Writer struct {
 	clockBack bool
 	closed    bool
 	stacks    stackSet
+	ticks     sideFile
+	lastTick  time.Time // the tick the ticks file has last
 
 	maintMu sync.Mutex // one maintenance pass at a time
 	kick    chan struct{}
@@ -91,6 +93,7 @@ func New(cfg Config) (*Writer, error) {
 	w := &Writer{
 		cfg: cfg, log: cfg.Log, gid: gid, dirLock: lock,
 		kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
+		stacks: stackSet{sideFile: sideFile{kind: stackFiles}}, ticks: sideFile{kind: tickFiles},
 	}
 	w.removeStaleTmp()
 	go w.runMaintenance(ctx)
@@ -176,15 +179,15 @@ func (w *Writer) Write(tick time.Time, rows []state.Sample) error {
 			return nil
 		}
 	}
-	if len(rows) == 0 {
-		return nil
-	}
-	if !w.haveSpace() {
+	switch {
+	case len(rows) == 0:
+	case !w.haveSpace():
 		w.dropped.Add(uint64(len(rows)))
-		return nil
+	default:
+		w.writeStacks(rows)
+		w.appendRows(rows)
 	}
-	w.writeStacks(rows)
-	w.appendRows(rows)
+	w.writeTick(tick)
 	return nil
 }
 
@@ -193,11 +196,11 @@ func (w *Writer) rotate(hour time.Time) error {
 	if w.file != nil {
 		name := w.file.f.Name()
 		// The new hour's rows can still be written, so this is logged, not returned.
-		if err := errors.Join(w.closeFile(), w.closeStacks()); err != nil {
+		if err := errors.Join(w.closeFile(), w.stacks.close(), w.ticks.close()); err != nil {
 			w.log.WithField(fieldFile, name).WithError(err).Error("closing the previous hour file failed; its last rows may be lost on power loss")
 		}
 	}
-	w.stacks.failed = false
+	w.stacks.failed, w.ticks.failed = false, false
 	hf, rep, err := openHourFile(w.cfg.Dir, hour, w.cfg.FileMode, w.gid)
 	if errors.Is(err, os.ErrNotExist) {
 		if rerr := w.recreateDir(); rerr != nil {
@@ -268,7 +271,7 @@ func (w *Writer) Close() error {
 	if w.file != nil {
 		errs = append(errs, w.closeFile())
 	}
-	errs = append(errs, w.closeStacks())
+	errs = append(errs, w.stacks.close(), w.ticks.close())
 	w.mu.Unlock()
 	w.cancel()
 	<-w.done

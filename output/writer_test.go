@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/threadcap/threadcap/state"
 )
 
 // TestHourRollover writes a tick every 20 minutes across an hour change, and across both
@@ -54,18 +56,24 @@ func TestHourRollover(t *testing.T) {
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
+			// One row a tick: each hour's ticks file holds the times its samples do.
+			want := map[string][]string{}
+			for name, times := range tt.files {
+				want[name] = times
+				want[ticksPrefix+strings.TrimPrefix(name, namePrefix)] = times
+			}
 			got := map[string][]string{}
 			for _, name := range dirNames(t, dir) {
 				records := readCSV(t, filepath.Join(dir, name))
-				if strings.Join(records[0], ",")+"\n" != Header() {
-					t.Errorf("%s starts with %v, not the header", name, records[0])
+				if strings.Join(records[0], ",")+"\n" != kindOf(name).header {
+					t.Errorf("%s starts with %v, not its header", name, records[0])
 				}
 				for _, rec := range records[1:] {
 					got[name] = append(got[name], rec[0])
 				}
 			}
-			if !reflect.DeepEqual(got, tt.files) {
-				t.Errorf("files and their sample times:\n got %v\nwant %v", got, tt.files)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("files and their sample times:\n got %v\nwant %v", got, want)
 			}
 		})
 	}
@@ -118,7 +126,7 @@ func TestClockGoingBackStaysInCurrentHour(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := dirNames(t, dir); !reflect.DeepEqual(got, []string{"threadcap_samples_2026-11-21T14Z.csv"}) {
+	if got := dirNames(t, dir); !reflect.DeepEqual(got, []string{"threadcap_samples_2026-11-21T14Z.csv", "threadcap_ticks_2026-11-21T14Z.csv"}) {
 		t.Errorf("files %v, want only the current hour's", got)
 	}
 	if n := len(readCSV(t, filepath.Join(dir, "threadcap_samples_2026-11-21T14Z.csv"))) - 1; n != 4 {
@@ -155,5 +163,47 @@ func TestWriteAfterClose(t *testing.T) {
 	}
 	if err := w.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestTicksFileHasEveryTick checks that each tick is in the hour's ticks file once: with
+// rows in several batches, and without any row, which the samples file cannot show.
+func TestTicksFileHasEveryTick(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Date(2026, 11, 21, 14, 0, 1, 0, time.UTC)
+	cfg, _, _ := testConfig(dir, start)
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticks := []time.Time{start, start.Add(time.Second), start.Add(2 * time.Second)}
+	rows := mysqlRows(ticks[0], 1, 3)
+	for _, batch := range [][]state.Sample{rows[:2], rows[2:]} {
+		if err := w.Write(ticks[0], batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Write(ticks[1], nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(ticks[2], mysqlRows(ticks[2], 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for _, rec := range readCSV(t, filepath.Join(dir, "threadcap_ticks_2026-11-21T14Z.csv")) {
+		got = append(got, rec[0])
+	}
+	want = append(want, "sample_time")
+	for _, tick := range ticks {
+		want = append(want, tick.Local().Format(timeLayout))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ticks file:\n got %q\nwant %q", got, want)
+	}
+	if n := len(readCSV(t, filepath.Join(dir, "threadcap_samples_2026-11-21T14Z.csv"))) - 1; n != 4 {
+		t.Errorf("samples file has %d rows, want 4", n)
 	}
 }

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package output
+
+import (
+	"errors"
+	"time"
+)
+
+// sideFile is one of the files an hour has beside its samples: the stacks its rows refer
+// to, or its ticks. It is opened on first use for the samples file's hour, holds whole
+// lines only, and a failure to write it is logged once an hour: the rows matter more.
+type sideFile struct {
+	kind   fileKind
+	file   *hourFile
+	failed bool
+}
+
+// current reports whether the file is open for hour.
+func (sf *sideFile) current(hour time.Time) bool {
+	return sf.file != nil && sf.file.hour.Equal(hour)
+}
+
+// open opens the file of kind for w's current hour, after closing the previous hour's.
+func (sf *sideFile) open(w *Writer) error {
+	if err := sf.close(); err != nil {
+		w.log.WithError(err).Debug("closing the previous hour's " + sf.kind.prefix + " file failed")
+	}
+	hf, _, err := openKindFile(sf.kind, w.cfg.Dir, w.file.hour, w.cfg.FileMode, w.gid)
+	if err != nil {
+		return err
+	}
+	sf.file = hf
+	return nil
+}
+
+// appendLines writes whole lines, after the header in a new file; a short write is cut
+// back so that the file holds whole lines only.
+func (sf *sideFile) appendLines(buf []byte) error {
+	hf := sf.file
+	if hf.size == 0 {
+		buf = append([]byte(sf.kind.header), buf...)
+	}
+	n, err := hf.f.Write(buf)
+	if err == nil {
+		hf.size += int64(n)
+		return nil
+	}
+	return errors.Join(err, hf.f.Truncate(hf.size))
+}
+
+// fail logs err the first time in the hour; what says what a reader misses.
+func (sf *sideFile) fail(w *Writer, err error, what string) {
+	if !sf.failed {
+		sf.failed = true
+		w.log.WithError(err).Warn(what)
+	}
+}
+
+// close ends the hour's file, synced like the samples so that compression reads what a
+// power loss would keep.
+func (sf *sideFile) close() error {
+	if sf.file == nil {
+		return nil
+	}
+	f := sf.file.f
+	sf.file = nil
+	return errors.Join(f.Sync(), f.Close())
+}

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package output
+
+import "time"
+
+// ticksHeader heads every ticks file: the time of each tick taken in the hour, whether or
+// not any thread had a row at it. Averages over ticks (threads active on average) need
+// the ticks without rows too, which the samples cannot show.
+const ticksHeader = "sample_time\n"
+
+// TicksHeader is the first line of every ticks file, newline included.
+func TicksHeader() string { return ticksHeader }
+
+// writeTick adds tick to the hour's ticks file, after its first batch of rows, once
+// however many batches follow. A tick whose rows were dropped (the disk is full, or the
+// hour file cannot be written) is left out with them, so that averages over the ticks
+// that remain stay right.
+func (w *Writer) writeTick(tick time.Time) {
+	if tick.Equal(w.lastTick) || w.paused != nil {
+		return
+	}
+	w.lastTick = tick
+	if !w.ticks.current(w.file.hour) {
+		if err := w.ticks.open(w); err != nil {
+			w.ticksFailed(err)
+			return
+		}
+	}
+	line := append(tick.Local().AppendFormat(nil, timeLayout), '\n')
+	if err := w.ticks.appendLines(line); err != nil {
+		w.ticksFailed(err)
+	}
+}
+
+func (w *Writer) ticksFailed(err error) {
+	w.ticks.fail(w, err, "writing the ticks file failed; reports over this hour count only the ticks that had rows")
+}
