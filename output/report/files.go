@@ -20,11 +20,12 @@ import (
 // the current hour plain and closed hours compressed. A test writes files with
 // output.Writer and finds them here, so the two cannot drift apart.
 const (
-	namePrefix = "threadcap_samples_"
-	hourLayout = "2006-01-02T15Z"
-	suffixCSV  = ".csv"
-	suffixGzip = ".csv.gz"
-	suffixZstd = ".csv.zst"
+	namePrefix  = "threadcap_samples_"
+	ticksPrefix = "threadcap_ticks_"
+	hourLayout  = "2006-01-02T15Z"
+	suffixCSV   = ".csv"
+	suffixGzip  = ".csv.gz"
+	suffixZstd  = ".csv.zst"
 )
 
 // HourFile is one hour file in a directory.
@@ -37,7 +38,12 @@ type HourFile struct {
 // other file, including the .tmp copies compression writes and files set aside with
 // another schema.
 func ParseHourName(name string) (hour time.Time, suffix string, ok bool) {
-	rest, found := strings.CutPrefix(name, namePrefix)
+	return parseName(name, namePrefix)
+}
+
+// parseName is ParseHourName for the files whose names start with prefix.
+func parseName(name, prefix string) (hour time.Time, suffix string, ok bool) {
+	rest, found := strings.CutPrefix(name, prefix)
 	if !found || len(rest) < len(hourLayout) {
 		return time.Time{}, "", false
 	}
@@ -97,6 +103,27 @@ func FilesFor(dir string, w Window) ([]HourFile, error) {
 			all[0].Hour.Local().Format(time.RFC3339), all[len(all)-1].Hour.Add(time.Hour).Local().Format(time.RFC3339))
 	}
 	return files, nil
+}
+
+// tickFilesFor returns, by hour, the ticks files in dir of the hours of files. Each holds
+// the time of every tick of its hour, rows or not; hours written before threadcap kept
+// them have none.
+func tickFilesFor(dir string, files []HourFile) (map[time.Time][]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("listing ticks files: %w", err)
+	}
+	want := map[time.Time]bool{}
+	for _, f := range files {
+		want[f.Hour] = true
+	}
+	ticks := map[time.Time][]string{}
+	for _, e := range entries {
+		if hour, _, ok := parseName(e.Name(), ticksPrefix); ok && want[hour] && e.Type().IsRegular() {
+			ticks[hour] = append(ticks[hour], filepath.Join(dir, e.Name()))
+		}
+	}
+	return ticks, nil
 }
 
 // HasHourFiles reports whether dir holds at least one hour file.

@@ -18,9 +18,11 @@ import (
 type Result struct {
 	Window Window
 	Files  []string
-	// Ticks is how many distinct tick times fall in the window, counted over every row,
-	// before the filter: a filtered process's average is over all the window's ticks, not
-	// only those it had rows at. A tick at which no thread at all had a row is not seen.
+	// Ticks is how many ticks fall in the window, whether any row passed the filter at
+	// them or not: a filtered process's average is over all the window's ticks. They are
+	// read from the hour's ticks file; an hour without one (written by a threadcap that
+	// did not keep them) counts the distinct tick times of its rows, which misses the
+	// ticks at which no thread at all had a row.
 	Ticks int64
 	Rows  int64 // rows in the window that passed the filter
 	CPUUs int64 // their on_cpu_us, summed
@@ -77,11 +79,24 @@ func Run(dir string, q Query) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	ticks, err := tickFilesFor(dir, files)
+	if err != nil {
+		return nil, err
+	}
 	s := newScan(q)
 	for _, f := range files {
+		s.rowTicks = len(ticks[f.Hour]) == 0
 		if err := s.file(f.Path); err != nil {
 			return nil, err
 		}
+	}
+	for _, f := range files {
+		for _, path := range ticks[f.Hour] {
+			if err := s.ticksFile(path); err != nil {
+				return nil, err
+			}
+		}
+		delete(ticks, f.Hour) // an hour both plain and compressed is listed twice
 	}
 	return s.result(files), nil
 }
@@ -97,6 +112,7 @@ type scan struct {
 	lastTime  time.Time // and its value
 	lastTick  time.Time // the last tick counted
 	lastValid bool
+	rowTicks  bool // the file's hour has no ticks file: count the ticks its rows show
 }
 
 func newScan(q Query) *scan {
@@ -158,12 +174,9 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 		b = s.bucket(t)
 	}
 	// A tick's rows are written together, so a new time is a new tick.
-	if !t.Equal(s.lastTick) {
+	if s.rowTicks && !t.Equal(s.lastTick) {
 		s.lastTick = t
-		s.res.Ticks++
-		if b != nil {
-			b.Ticks++
-		}
+		s.countTick(b)
 	}
 	for _, m := range l.where {
 		if !m.matches(fields) {
@@ -197,6 +210,57 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 	g.Rows++
 	g.CPUUs += cpu
 	return true
+}
+
+func (s *scan) countTick(b *Bucket) {
+	s.res.Ticks++
+	if b != nil {
+		b.Ticks++
+	}
+}
+
+// ticksFile counts the ticks of one ticks file that fall in the window.
+func (s *scan) ticksFile(path string) error {
+	rc, err := openHourFile(path)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	rr := newRecordReader(rc)
+	if _, err := rr.Read(); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		return fmt.Errorf("reading the header of %s: %w", path, err)
+	}
+	for {
+		fields, err := rr.Read()
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, ErrBareQuote) || errors.Is(err, ErrQuote):
+			s.res.Malformed++
+			continue
+		case err != nil:
+			return fmt.Errorf("reading %s at line %d: %w", path, rr.Line(), err)
+		}
+		if len(fields) != 1 {
+			s.res.Malformed++
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, string(fields[0]))
+		if err != nil {
+			s.res.Malformed++
+			continue
+		}
+		if s.q.Window.Contains(t) {
+			var b *Bucket
+			if s.q.Step > 0 {
+				b = s.bucket(t)
+			}
+			s.countTick(b)
+		}
+	}
 }
 
 func (s *scan) bucket(t time.Time) *Bucket {

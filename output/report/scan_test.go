@@ -53,6 +53,12 @@ func tickRows(tick time.Time, i int) []state.Sample {
 // hours with compress, and returns the directory once the files named in compressed exist.
 func writeTicks(t *testing.T, first time.Time, n int, compress string, compressed ...string) string {
 	t.Helper()
+	return writeRows(t, first, n, tickRows, compress, compressed...)
+}
+
+// writeRows is writeTicks with the rows of tick i from rowsOf.
+func writeRows(t *testing.T, first time.Time, n int, rowsOf func(time.Time, int) []state.Sample, compress string, compressed ...string) string {
+	t.Helper()
 	dir := t.TempDir()
 	var clock atomic.Int64 // read by the writer's background work
 	clock.Store(first.UnixNano())
@@ -66,7 +72,7 @@ func writeTicks(t *testing.T, first time.Time, n int, compress string, compresse
 	for i := range n {
 		tick := first.Add(time.Duration(i) * time.Second)
 		clock.Store(tick.UnixNano())
-		if err := w.Write(tick, tickRows(tick, i)); err != nil {
+		if err := w.Write(tick, rowsOf(tick, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,6 +181,41 @@ func TestTimeline(t *testing.T) {
 	}
 	if r.Timeline[1].Ticks != 60 || !r.Timeline[1].Start.Equal(start.Add(-time.Minute)) {
 		t.Errorf("second bucket starts %v with %d ticks, want 13:59 with 60", r.Timeline[1].Start, r.Timeline[1].Ticks)
+	}
+}
+
+// TestTicksWithoutRows checks that averages are over every tick, also those at which no
+// thread had a row, and that an hour without a ticks file (written before threadcap kept
+// them) still counts the ticks its rows show.
+func TestTicksWithoutRows(t *testing.T) {
+	// Rows in the first minute only, at every other tick; the second minute is idle.
+	dir := writeRows(t, start, 120, func(tick time.Time, i int) []state.Sample {
+		if i%2 == 1 || i >= 60 {
+			return nil
+		}
+		return []state.Sample{thread(tick, 100, "spin", state.OnCPU, "", 1_000_000)}
+	}, output.CompressNone)
+	q := query("process")
+	q.Step = StepMinute
+	r, err := Run(dir, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ticks != 120 || Average(r.Rows, r.Ticks) != 0.25 {
+		t.Errorf("%d ticks, %.2f threads on average; want 120 ticks, 0.25", r.Ticks, Average(r.Rows, r.Ticks))
+	}
+	if len(r.Timeline) != 2 || r.Timeline[1].Ticks != 60 || r.Timeline[1].Rows != [len(timelineStates)]int64{} {
+		t.Errorf("timeline %+v, want the idle second minute with 60 ticks and no rows", r.Timeline)
+	}
+
+	if err := os.Remove(filepath.Join(dir, "threadcap_ticks_2026-11-21T14Z.csv")); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = Run(dir, q); err != nil {
+		t.Fatal(err)
+	}
+	if r.Ticks != 30 {
+		t.Errorf("without the ticks file: %d ticks, want the 30 that had rows", r.Ticks)
 	}
 }
 

@@ -19,6 +19,7 @@ var update = flag.Bool("update", false, "rewrite the samples view's columns from
 // The recipes name an example window and directory, which the test replaces with its own.
 const (
 	exampleDir  = "'data/threadcap_samples_*.csv*'"
+	exampleTick = "'data/threadcap_ticks_*.csv*'"
 	exampleFrom = "'2026-11-21 03:10:00'"
 	exampleTo   = "'2026-11-21 03:15:00'"
 )
@@ -134,13 +135,14 @@ func TestRecipesAnswer(t *testing.T) {
 	answers := map[string][]map[string]any{}
 	window := strings.NewReplacer(
 		exampleDir, "'"+filepath.Join(rec.Dir, "threadcap_samples_*.csv*")+"'",
+		exampleTick, "'"+filepath.Join(rec.Dir, "threadcap_ticks_*.csv*")+"'",
 		exampleFrom, "'"+rec.From.Format("2006-01-02 15:04:05.999999-07:00")+"'",
 		exampleTo, "'"+rec.To.Format("2006-01-02 15:04:05.999999-07:00")+"'")
 	for _, r := range recipes(t) {
 		answers[r.name] = run(t, conn, window.Replace(r.sql))
 		t.Logf("%s: %v", r.name, answers[r.name])
 	}
-	ticks := run(t, conn, window.Replace("SELECT count(DISTINCT sample_time) AS n FROM samples WHERE sample_time >= "+
+	ticks := run(t, conn, window.Replace("SELECT count(*) AS n FROM ticks WHERE sample_time >= "+
 		exampleFrom+" AND sample_time < "+exampleTo))[0]["n"].(int64)
 	seconds := rec.To.Sub(rec.From).Seconds()
 

@@ -36,7 +36,11 @@ func TestNoListeningSocketAndPrivateFiles(t *testing.T) {
 	if fi.Mode().Perm() != 0o750 {
 		t.Errorf("data directory mode %v, want 0750", fi.Mode().Perm())
 	}
-	names, _ := filepath.Glob(filepath.Join(dir, "threadcap_samples_*"))
+	// The samples, and the ticks file every tick writes to.
+	names, _ := filepath.Glob(filepath.Join(dir, "threadcap_*"))
+	if len(names) < 2 {
+		t.Errorf("files %v, want the hour's samples and ticks files", names)
+	}
 	for _, name := range names {
 		fi, err := os.Stat(name)
 		if err != nil {

@@ -12,3 +12,8 @@ SELECT * FROM read_csv('data/threadcap_samples_*.csv*', header = true, columns =
     'involuntary_switches': 'BIGINT', 'exe': 'VARCHAR', 'seeded': 'BOOLEAN',
     'wchan': 'VARCHAR', 'cgroup': 'VARCHAR', 'fd_target': 'VARCHAR',
     'kernel_stack': 'VARCHAR', 'user_stack': 'VARCHAR'});
+
+-- The time of every tick threadcap took, whether any thread had a row at it or not: what
+-- averages per tick divide by.
+CREATE OR REPLACE VIEW ticks AS
+SELECT * FROM read_csv('data/threadcap_ticks_*.csv*', header = true, columns = {'sample_time': 'TIMESTAMPTZ'});
