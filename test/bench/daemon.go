@@ -85,11 +85,12 @@ func (d *daemon) hasRow() bool {
 	return false
 }
 
-// csvSize is the size of the uncompressed hour files, together.
+// csvSize is the size of the uncompressed hour files of every kind (samples, stacks,
+// ticks), together.
 func (d *daemon) csvSize() (int64, map[string]int64) {
 	sizes := map[string]int64{}
 	var total int64
-	names, _ := filepath.Glob(filepath.Join(d.dir, "threadcap_samples_*.csv"))
+	names, _ := filepath.Glob(filepath.Join(d.dir, "threadcap_*.csv"))
 	for _, name := range names {
 		if fi, err := os.Stat(name); err == nil {
 			sizes[filepath.Base(name)] = fi.Size()
