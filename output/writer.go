@@ -196,7 +196,7 @@ func (w *Writer) rotate(hour time.Time) error {
 	if w.file != nil {
 		name := w.file.f.Name()
 		// The new hour's rows can still be written, so this is logged, not returned.
-		if err := errors.Join(w.closeFile(), w.stacks.close(), w.ticks.close()); err != nil {
+		if err := w.closeFile(); err != nil {
 			w.log.WithField(fieldFile, name).WithError(err).Error("closing the previous hour file failed; its last rows may be lost on power loss")
 		}
 	}
@@ -248,11 +248,12 @@ func (w *Writer) recreateDir() error {
 }
 
 // closeFile ends an hour: the rows are synced so that compression reads what a power loss
-// would keep.
+// would keep. The stacks and ticks files beside it are closed with it, so that after a
+// failed write all three are opened again together, maybe on a new mount.
 func (w *Writer) closeFile() error {
 	f := w.file.f
 	w.file = nil
-	return errors.Join(f.Sync(), f.Close())
+	return errors.Join(f.Sync(), f.Close(), w.stacks.close(), w.ticks.close())
 }
 
 // Close syncs and closes the current file and stops background work, abandoning a
@@ -271,7 +272,6 @@ func (w *Writer) Close() error {
 	if w.file != nil {
 		errs = append(errs, w.closeFile())
 	}
-	errs = append(errs, w.stacks.close(), w.ticks.close())
 	w.mu.Unlock()
 	w.cancel()
 	<-w.done
