@@ -3,6 +3,8 @@
 package sampler
 
 import (
+	"sync"
+
 	"github.com/sirupsen/logrus"
 
 	"github.com/threadcap/threadcap/state"
@@ -27,9 +29,11 @@ type kernelStack struct {
 // the sampler prunes it (see stackprune.go), which forgets it here too; the cache holds
 // at most as many entries as the stack map.
 type kernelStacks struct {
-	src  StackSource
-	byID map[uint16]kernelStack
-	log  *logrus.Entry
+	src      StackSource
+	byID     map[uint16]kernelStack
+	log      *logrus.Entry
+	kallsyms string
+	start    sync.Once
 	// loaded is closed once the symbols are read (syms) or could not be (loadErr).
 	loaded  chan struct{}
 	syms    *kernelSymbols
@@ -37,17 +41,21 @@ type kernelStacks struct {
 	ready   bool // loaded was seen closed; loadErr, if any, logged
 }
 
-// newKernelStacks starts reading the kernel's symbols in the background at once: some
-// 150 ms of CPU that would otherwise stall whichever tick first shows a stack (and, at a
-// high rate, skip the ticks after it). The kernel side is loaded by now, so its own
-// programs are named too.
 func newKernelStacks(src StackSource, kallsyms string, log *logrus.Entry) *kernelStacks {
-	k := &kernelStacks{src: src, byID: map[uint16]kernelStack{}, log: log, loaded: make(chan struct{})}
-	go func() {
-		defer close(k.loaded)
-		k.syms, k.loadErr = readKallsyms(kallsyms)
-	}()
-	return k
+	return &kernelStacks{src: src, byID: map[uint16]kernelStack{}, log: log, kallsyms: kallsyms, loaded: make(chan struct{})}
+}
+
+// load starts reading the kernel's symbols in the background, once: some 150 ms of CPU
+// and a few MB that would otherwise stall whichever tick first shows a stack (and, at a
+// high rate, skip the ticks after it). The sampler starts it after its first tick, not
+// with seeding, whose peak of memory it would add to.
+func (k *kernelStacks) load() {
+	k.start.Do(func() {
+		go func() {
+			defer close(k.loaded)
+			k.syms, k.loadErr = readKallsyms(k.kallsyms)
+		}()
+	})
 }
 
 // get returns stack id symbolized; a nil stack when it cannot be read.
@@ -56,7 +64,8 @@ func (k *kernelStacks) get(id uint16) kernelStack {
 		return ks
 	}
 	if !k.ready {
-		<-k.loaded // at most the rest of the read started with the sampler
+		k.load()
+		<-k.loaded // at most the rest of the read started after the first tick
 		k.ready = true
 		if k.loadErr != nil {
 			k.log.WithError(k.loadErr).Warn("kernel stacks cannot be symbolized; the kernel_stack column stays empty")

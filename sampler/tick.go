@@ -65,6 +65,9 @@ func (s *Sampler) Tick(wall time.Time) error {
 	s.checkLosses(wall)
 	s.pruneStacks(wall)
 	s.flush(wall)
+	if s.kstacks != nil {
+		s.kstacks.load() // from the first tick on: see load
+	}
 	if s.writeErr != nil {
 		return s.writeErr
 	}
