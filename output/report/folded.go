@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"cmp"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -86,47 +85,20 @@ func readStacks(samples string, frames map[string]string) error {
 		return nil
 	}
 	base := filepath.Join(dir, stacksPrefix+hour.UTC().Format(hourLayout))
+	// A line cut short by a crash, or not of the hash,frames shape, is skipped.
+	var malformed int64
 	for _, suffix := range []string{suffixCSV, suffixGzip, suffixZstd} {
-		rc, err := openHourFile(base + suffix)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
+		err := eachRecord(base+suffix, &malformed, nil, func(fields [][]byte) bool {
+			if len(fields) == 2 {
+				frames[string(fields[0])] = string(value(fields, 1, true))
+			}
+			return true
+		})
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
-		}
-		err = readStackLines(rc, frames)
-		rc.Close()
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", base+suffix, err)
 		}
 	}
 	return nil
-}
-
-// readStackLines reads "hash,frames" lines after the header; a line cut short by a crash,
-// or not of that shape, is skipped.
-func readStackLines(r io.Reader, frames map[string]string) error {
-	rr := newRecordReader(r)
-	if _, err := rr.Read(); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		return err
-	}
-	for {
-		fields, err := rr.Read()
-		switch {
-		case errors.Is(err, io.EOF):
-			return nil
-		case errors.Is(err, ErrBareQuote) || errors.Is(err, ErrQuote):
-			continue
-		case err != nil:
-			return err
-		}
-		if len(fields) == 2 {
-			frames[string(fields[0])] = string(value(fields, 1, true))
-		}
-	}
 }
 
 // RenderFolded writes one "frames count" line per stack.

@@ -121,38 +121,13 @@ func newScan(q Query) *scan {
 
 // file streams one hour file into the sums.
 func (s *scan) file(path string) error {
-	rc, err := openHourFile(path)
-	if err != nil {
+	var l layout
+	return eachRecord(path, &s.res.Malformed, func(header [][]byte) (err error) {
+		l, err = s.layoutOf(header)
 		return err
-	}
-	defer rc.Close()
-	rr := newRecordReader(rc)
-	header, err := rr.Read()
-	if errors.Is(err, io.EOF) {
-		return nil // created, nothing written yet
-	}
-	if err != nil {
-		return fmt.Errorf("reading the header of %s: %w", path, err)
-	}
-	l, err := s.layoutOf(header)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	for {
-		fields, err := rr.Read()
-		switch {
-		case errors.Is(err, io.EOF):
-			return nil
-		case errors.Is(err, ErrBareQuote) || errors.Is(err, ErrQuote):
-			s.res.Malformed++
-			continue
-		case err != nil:
-			return fmt.Errorf("reading %s at line %d: %w", path, rr.Line(), err)
-		}
-		if len(fields) != l.fields || !s.row(&l, fields) {
-			s.res.Malformed++
-		}
-	}
+	}, func(fields [][]byte) bool {
+		return len(fields) == l.fields && s.row(&l, fields)
+	})
 }
 
 // row adds one record; false when it is malformed.
@@ -221,37 +196,13 @@ func (s *scan) countTick(b *Bucket) {
 
 // ticksFile counts the ticks of one ticks file that fall in the window.
 func (s *scan) ticksFile(path string) error {
-	rc, err := openHourFile(path)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	rr := newRecordReader(rc)
-	if _, err := rr.Read(); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		return fmt.Errorf("reading the header of %s: %w", path, err)
-	}
-	for {
-		fields, err := rr.Read()
-		switch {
-		case errors.Is(err, io.EOF):
-			return nil
-		case errors.Is(err, ErrBareQuote) || errors.Is(err, ErrQuote):
-			s.res.Malformed++
-			continue
-		case err != nil:
-			return fmt.Errorf("reading %s at line %d: %w", path, rr.Line(), err)
-		}
+	return eachRecord(path, &s.res.Malformed, nil, func(fields [][]byte) bool {
 		if len(fields) != 1 {
-			s.res.Malformed++
-			continue
+			return false
 		}
 		t, err := time.Parse(time.RFC3339Nano, string(fields[0]))
 		if err != nil {
-			s.res.Malformed++
-			continue
+			return false
 		}
 		if s.q.Window.Contains(t) {
 			var b *Bucket
@@ -259,6 +210,45 @@ func (s *scan) ticksFile(path string) error {
 				b = s.bucket(t)
 			}
 			s.countTick(b)
+		}
+		return true
+	})
+}
+
+// eachRecord streams an hour file of any kind, plain or compressed: head gets its header
+// (nil head: any header), row each record after it. A record that is not valid CSV, or
+// that row finds malformed (false), is counted in malformed and skipped. A file without
+// even a header, just created, has nothing to read.
+func eachRecord(path string, malformed *int64, head func([][]byte) error, row func([][]byte) bool) error {
+	rc, err := openHourFile(path)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	rr := newRecordReader(rc)
+	header, err := rr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the header of %s: %w", path, err)
+	}
+	if head != nil {
+		if err := head(header); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	for {
+		fields, err := rr.Read()
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, ErrBareQuote) || errors.Is(err, ErrQuote):
+			*malformed++
+		case err != nil:
+			return fmt.Errorf("reading %s at line %d: %w", path, rr.Line(), err)
+		case !row(fields):
+			*malformed++
 		}
 	}
 }
