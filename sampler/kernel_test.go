@@ -99,12 +99,14 @@ func TestSpinnerRowsMatchSchedstat(t *testing.T) {
 	spin := workload.SpinnerProcess(t)
 	workload.Apart(t, spin)
 	s, rec := start(t, sampler.Filter{}, 50*time.Millisecond, spin)
+	stealBefore := workload.StealUs(t)
 	for range 60 {
 		if err := s.Tick(time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	steal := float64(workload.StealUs(t) - stealBefore)
 	ticks := rec.ticks
 	tid := int32(spin)
 	// Count from the first tick at which the kernel side had a record: before a thread hits
@@ -129,13 +131,16 @@ func TestSpinnerRowsMatchSchedstat(t *testing.T) {
 	first, last := ticks[0].schedstat[tid][0], ticks[len(ticks)-1].schedstat[tid][0]
 	want := float64(last-first) / 1000
 	share := float64(onCPUTicks) / float64(len(ticks)-1)
-	t.Logf("%d ticks, spinner on CPU in %.1f%%; on_cpu_us sum %d, schedstat %.0f us",
-		len(ticks), 100*share, sumUs, want)
+	t.Logf("%d ticks, spinner on CPU in %.1f%%; on_cpu_us sum %d, schedstat %.0f us, steal %.0f us",
+		len(ticks), 100*share, sumUs, want, steal)
 	if share < 0.95 {
 		t.Errorf("spinner on CPU in %.1f%% of ticks, want >= 95%%", 100*share)
 	}
-	if got := float64(sumUs); got < want*0.98 || got > want*1.02 {
-		t.Errorf("on_cpu_us adds up to %.0f, schedstat says %.0f: more than 2%% apart", got, want)
+	// Time the hypervisor took the spinner's vCPU away is on CPU for threadcap, which
+	// clocks a thread from switch-in to switch-out, and not in schedstat, which leaves
+	// steal out: it may stand between the two, and no more.
+	if got := float64(sumUs); got < want*0.98 || got > (want+steal)*1.02 {
+		t.Errorf("on_cpu_us adds up to %.0f, schedstat says %.0f (and %.0f us was stolen): more than 2%% apart", got, want, steal)
 	}
 }
 

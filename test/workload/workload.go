@@ -218,6 +218,27 @@ func Process(t testing.TB, cmd *exec.Cmd) int {
 	return cmd.Process.Pid
 }
 
+// StealUs is the time, in microseconds, the hypervisor has run something else while one
+// of this machine's CPUs had work (all CPUs together, /proc/stat's steal), at the 10 ms
+// granularity the kernel counts it in.
+func StealUs(t testing.TB) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	if len(fields) < 9 || fields[0] != "cpu" {
+		t.Fatalf("unexpected /proc/stat: %q", line)
+	}
+	ticks, err := strconv.ParseUint(fields[8], 10, 64)
+	if err != nil {
+		t.Fatalf("steal in /proc/stat: %v", err)
+	}
+	return ticks * 10_000 // USER_HZ is 100 on Linux
+}
+
 // Schedstat is /proc/TID/schedstat: nanoseconds thread tid has spent on CPU and waiting on
 // a runqueue (run_delay), the kernel's own figures the tests check threadcap against.
 func Schedstat(t testing.TB, tid int) (onCPU, runDelay uint64) {
