@@ -163,9 +163,9 @@ func orTop(path string) string {
 }
 
 var (
-	lineMsg    = regexp.MustCompile(`^line (\d+): (.*)$`)
+	lineMsg    = regexp.MustCompile(`(?s)^line (\d+): (.*)$`)
 	unknownKey = regexp.MustCompile(`^field (\S+) not found in type`)
-	wrongType  = regexp.MustCompile("^cannot unmarshal !!\\w+ `(.*)` into (\\S+)$")
+	wrongType  = regexp.MustCompile("(?s)^cannot unmarshal !!\\w+ `(.*)` into (\\S+)$")
 	yamlLine   = regexp.MustCompile(`^yaml: line (\d+): `)
 )
 
