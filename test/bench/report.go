@@ -29,12 +29,10 @@ func (r *report) write(w io.Writer) {
 }
 
 func (r *report) throughputTable(w io.Writer) {
-	fmt.Fprintln(w, "### Workload throughput")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Median of the rounds; spread is (max − min) / median; ratios are the median of per-round ratios, with their range.")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| workload | config | throughput | spread | vs none | vs floor | latency p50 / p99 |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+	tableHead(w, "Workload throughput",
+		"Median of the rounds; spread is (max − min) / median; ratios are the median of per-round ratios, with their range.",
+		"| workload | config | throughput | spread | vs none | vs floor | latency p50 / p99 |",
+		"|---|---|---:|---:|---:|---:|---:|")
 	for _, wl := range r.workloads {
 		byConfig := r.res[wl.name]
 		for _, c := range r.configs {
@@ -56,12 +54,10 @@ func (r *report) throughputTable(w io.Writer) {
 }
 
 func (r *report) daemonTable(w io.Writer) {
-	fmt.Fprintln(w, "### threadcap daemon cost")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "CPU of all the daemon's threads (schedstat) over the window; per thread = per tick / threads on the machine; VmHWM at the window's end; CSV bytes written in the window × 3600 / its length; start-up = exec to the first row in the CSV file.")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| workload | threads | config | CPU per tick (range) | per thread | of one core | VmHWM | CSV per hour | start → first row |")
-	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|")
+	tableHead(w, "threadcap daemon cost",
+		"CPU of all the daemon's threads (schedstat) over the window; per thread = per tick / threads on the machine; VmHWM at the window's end; CSV bytes written in the window × 3600 / its length; start-up = exec to the first row in the CSV file.",
+		"| workload | threads | config | CPU per tick (range) | per thread | of one core | VmHWM | CSV per hour | start → first row |",
+		"|---|---:|---|---:|---:|---:|---:|---:|---:|")
 	for _, wl := range r.workloads {
 		for _, c := range r.configs {
 			s := r.res[wl.name][c.name]
@@ -126,4 +122,13 @@ func ratioCell(r []float64) string {
 		lo, hi = min(lo, x), max(hi, x)
 	}
 	return fmt.Sprintf("%.3f (%.2f–%.2f)", median(r), lo, hi)
+}
+
+// tableHead starts a Markdown table: its heading, the note that says how to read it, and
+// its header and alignment rows.
+func tableHead(w io.Writer, title, note string, rows ...string) {
+	fmt.Fprintf(w, "### %s\n\n%s\n\n", title, note)
+	for _, r := range rows {
+		fmt.Fprintln(w, r)
+	}
 }

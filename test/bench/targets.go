@@ -52,12 +52,9 @@ var targets = []target{
 }
 
 func (r *report) targetTable(w io.Writer) {
-	fmt.Fprintln(w, "### Targets (issues #2 and #3)")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Each is the worst median over the configurations it applies to (every rate; every syscall mode unless named).")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| target | goal | measured (worst) | met |")
-	fmt.Fprintln(w, "|---|---|---|---|")
+	tableHead(w, "Targets (issues #2 and #3)",
+		"Each is the worst median over the configurations it applies to (every rate; every syscall mode unless named).",
+		"| target | goal | measured (worst) | met |", "|---|---|---|---|")
 	for _, t := range targets {
 		v, met, ok := t.measure(r)
 		verdict := "yes"
