@@ -91,11 +91,15 @@ install-clang:
 	@command -v $(CLANG) >/dev/null && command -v $(STRIP) >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-19 llvm-19 >/dev/null)
 
-# Refreshes the vendored libbpf headers from Debian's libbpf-dev.
+# Refreshes the vendored libbpf headers from Debian's libbpf-dev. Their includes of each
+# other are made local: the BPF objects are compiled with -nostdinc, so a vendored header
+# that reaches outside bpf/include fails the build (check-generated) instead of finding
+# /usr/include/bpf on machines that happen to have libbpf-dev.
 vendor-headers:
 	@test -d /usr/include/bpf || (apt-get update -qq && apt-get install -y -qq libbpf-dev >/dev/null)
 	cp /usr/include/bpf/bpf_helpers.h /usr/include/bpf/bpf_helper_defs.h \
 		/usr/include/bpf/bpf_tracing.h /usr/include/bpf/bpf_core_read.h bpf/include/
+	sed -i 's|#include <bpf/\(.*\)>|#include "\1"|' bpf/include/*.h
 
 # What threadcap costs (needs root; about 8 minutes; see BENCHMARKS.md), then the CSV
 # writer's throughput, then report's (an hour of 10 million rows, written first: about 2 GB

@@ -4,7 +4,7 @@
 // design built on these hooks pays, the baseline threadcap's own cost is measured against.
 package floor
 
-//go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -target amd64,arm64 -cflags "-O2 -g -Wall -Werror -mcpu=v3" floor floor.bpf.c
+//go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -target amd64,arm64 -cflags "-O2 -g -Wall -Werror -mcpu=v3 -nostdinc" floor floor.bpf.c
 
 import (
 	"errors"
