@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -16,8 +17,9 @@ import (
 	"github.com/threadcap/threadcap/output/report"
 )
 
-// Where the files are looked for when --dir is not given: ./data, where `threadcap run`
-// writes by default, when it holds hour files; otherwise the service's directory.
+// Where the files are looked for when neither --dir nor the config file's dir says: ./data,
+// where `threadcap run` writes by default, when it holds hour files (or cannot be read, so
+// that the error names it); otherwise the service's directory.
 const (
 	localDataDir   = "./data"
 	serviceDataDir = "/var/lib/threadcap"
@@ -30,6 +32,15 @@ type reportConfig struct {
 	Format string
 	// Folded prints folded stacks instead of a breakdown.
 	Folded bool
+	// Readers is who may read the files: the config file and its output.group, for the
+	// advice when they cannot be read.
+	Readers readers
+}
+
+// readers names the group that may read the hour files, and the config file that sets it.
+type readers struct {
+	ConfigPath string
+	Group      string
 }
 
 func reportCommand(args []string) int {
@@ -47,10 +58,18 @@ func reportCommand(args []string) int {
 // usage; now is what --last and times of day count from.
 func parseReportFlags(args []string, now time.Time, usage io.Writer) (reportConfig, error) {
 	cfg := reportConfig{Query: report.Query{Top: 20}}
+	// The config file is read as `threadcap run` reads it, for its dir: what run writes to
+	// is where report looks. --dir wins over it.
+	opts := &options{configPath: defaultConfigPath}
 	var from, to, last, by, timeline, format string
 	fs := flag.NewFlagSet("threadcap report", flag.ContinueOnError)
 	fs.SetOutput(usage)
-	fs.StringVar(&cfg.Dir, "dir", "", "directory of the hour files (default ./data if it has some, else "+serviceDataDir+")")
+	fs.Func("config", "YAML config `file` whose dir to read (default "+defaultConfigPath+" when it exists; \"\" for none)", func(s string) error {
+		opts.configPath, opts.explicit = s, true
+		return nil
+	})
+	opts.stringFlag(fs, "dir", "dir", "`directory` of the hour files (default: dir in the config file, else ./data if it has some, else "+serviceDataDir+")",
+		func(c *Config, v string) { c.Dir = v })
 	fs.StringVar(&from, "from", "", "start: 2026-11-21 03:10, 03:10 (today), or RFC 3339; local time unless an offset is given")
 	fs.StringVar(&to, "to", "", "end, excluded (default now)")
 	fs.StringVar(&last, "last", "", "the window ending now, such as 15m or 2h (default 15m when --from is not given)")
@@ -92,13 +111,24 @@ func parseReportFlags(args []string, now time.Time, usage io.Writer) (reportConf
 	if len(errs) == 0 {
 		errs = append(errs, cfg.Query.Validate())
 	}
-	if cfg.Dir == "" {
-		cfg.Dir = serviceDataDir
-		if report.HasHourFiles(localDataDir) {
-			cfg.Dir = localDataDir
-		}
+	file, err := opts.load()
+	errs = append(errs, err)
+	cfg.Dir = file.Dir
+	if _, set := file.origin("dir"); !set {
+		cfg.Dir = defaultReportDir()
 	}
+	cfg.Readers = readers{ConfigPath: opts.configPath, Group: file.Output.Group}
 	return cfg, errors.Join(errs...)
+}
+
+// defaultReportDir is ./data when it holds hour files, or when it cannot be read: then the
+// error that follows names it, rather than the service's directory, which may not exist.
+func defaultReportDir() string {
+	files, err := report.ListHourFiles(localDataDir)
+	if len(files) > 0 || errors.Is(err, fs.ErrPermission) {
+		return localDataDir
+	}
+	return serviceDataDir
 }
 
 // runReport reads the files and writes the report to out. It needs no privilege beyond
@@ -107,15 +137,35 @@ func runReport(cfg reportConfig, out io.Writer) error {
 	if cfg.Folded {
 		stacks, _, err := report.Folded(cfg.Dir, cfg.Query)
 		if err != nil {
-			return err
+			return cfg.Readers.explain(err)
 		}
 		return report.RenderFolded(out, stacks)
 	}
 	r, err := report.Run(cfg.Dir, cfg.Query)
 	if err != nil {
-		return err
+		return cfg.Readers.explain(err)
 	}
 	return report.Render(out, r, cfg.Format, terminalWidth(out))
+}
+
+// explain says, of an error that is a permission problem, who may read the files and how
+// to become one of them. Other errors are returned as they are.
+func (r readers) explain(err error) error {
+	if !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	config := r.ConfigPath
+	if config == "" {
+		config = defaultConfigPath
+	}
+	if r.Group == "" {
+		return fmt.Errorf("%w: this user may not read threadcap's files. To let it, set output.group in %s "+
+			"to a group of readers, restart threadcap, and add the user to that group (usermod -aG GROUP $USER, "+
+			"then log in again); or give a directory this user can read with --dir", err, config)
+	}
+	return fmt.Errorf("%w: this user may not read threadcap's files, which the group %s may read "+
+		"(output.group in %s): add the user to it (usermod -aG %s $USER, then log in again), "+
+		"or give a directory this user can read with --dir", err, r.Group, config, r.Group)
 }
 
 // terminalWidth is the width of the terminal out is, or 0 when it is not one.

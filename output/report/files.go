@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -63,9 +64,13 @@ func hourName(hour time.Time, suffix string) string {
 	return namePrefix + hour.UTC().Format(hourLayout) + suffix
 }
 
-// ListHourFiles returns the hour files in dir, oldest first.
+// ListHourFiles returns the hour files in dir, oldest first. An error that dir may not be
+// read is an fs.ErrPermission: the directory is right, the user's rights are not.
 func ListHourFiles(dir string) ([]HourFile, error) {
 	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, fmt.Errorf("listing hour files: %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing hour files: %w; give the directory threadcap writes to with --dir", err)
 	}
@@ -124,12 +129,6 @@ func tickFilesFor(dir string, files []HourFile) (map[time.Time][]string, error) 
 		}
 	}
 	return ticks, nil
-}
-
-// HasHourFiles reports whether dir holds at least one hour file.
-func HasHourFiles(dir string) bool {
-	files, err := ListHourFiles(dir)
-	return err == nil && len(files) > 0
 }
 
 // openHourFile opens an hour file for reading, decompressing by suffix. The current hour's
