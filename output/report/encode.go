@@ -18,6 +18,7 @@ type jsonReport struct {
 	Files         []string     `json:"files"`
 	Ticks         int64        `json:"ticks"`
 	Rows          int64        `json:"rows"`
+	ExitedRows    int64        `json:"exited_rows"` // in cpu_seconds, not in rows or avg_threads
 	AvgThreads    float64      `json:"avg_threads"`
 	CPUSeconds    float64      `json:"cpu_seconds"`
 	MalformedRows int64        `json:"malformed_rows"`
@@ -45,7 +46,7 @@ type jsonBucket struct {
 
 func renderJSON(w io.Writer, r *Result) error {
 	out := jsonReport{
-		From: r.Window.From, To: r.Window.To, Files: r.Files, Ticks: r.Ticks, Rows: r.Rows,
+		From: r.Window.From, To: r.Window.To, Files: r.Files, Ticks: r.Ticks, Rows: r.Rows, ExitedRows: r.Exited,
 		AvgThreads: Average(r.Rows, r.Ticks), CPUSeconds: seconds(r.CPUUs), MalformedRows: r.Malformed,
 	}
 	if r.Step == 0 {

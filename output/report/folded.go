@@ -49,7 +49,7 @@ func Folded(dir string, q Query) ([]FoldedStack, *Result, error) {
 	counts := map[string]int64{}
 	for _, g := range r.Groups {
 		process, user, kernel := g.Values[0], g.Values[1], g.Values[2]
-		if user == "" && kernel == "" {
+		if (user == "" && kernel == "") || g.Rows == 0 {
 			continue
 		}
 		parts := []string{process}

@@ -74,6 +74,13 @@ func writeSummary(b *strings.Builder, r *Result) {
 		r.Window.Duration().Round(time.Second), len(r.Files), files)
 	fmt.Fprintf(b, "%d ticks, %d rows: %.2f threads on average, %.2f CPU seconds\n",
 		r.Ticks, r.Rows, Average(r.Rows, r.Ticks), seconds(r.CPUUs))
+	if r.Exited > 0 {
+		rows := "rows"
+		if r.Exited == 1 {
+			rows = "row"
+		}
+		fmt.Fprintf(b, "and %d %s of threads that had exited: in CPU seconds, not in threads on average\n", r.Exited, rows)
+	}
 	if r.Malformed > 0 {
 		fmt.Fprintf(b, "skipped %d malformed rows\n", r.Malformed)
 	}

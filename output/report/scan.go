@@ -24,8 +24,14 @@ type Result struct {
 	// did not keep them) counts the distinct tick times of its rows, which misses the
 	// ticks at which no thread at all had a row.
 	Ticks int64
-	Rows  int64 // rows in the window that passed the filter
-	CPUUs int64 // their on_cpu_us, summed
+	// Rows counts the rows in the window that passed the filter, but for those of exited
+	// threads (Exited): they are what the averages count.
+	Rows int64
+	// Exited counts the rows of threads that had exited by their tick: a thread shows once
+	// more in state dead after it exits, with the times of its last interval. Its CPU time
+	// is in CPUUs, but it is not an active thread.
+	Exited int64
+	CPUUs  int64 // the on_cpu_us of every row counted, exited threads' too
 	// Malformed counts rows skipped because they are not valid CSV, have the wrong number
 	// of fields, or an unreadable time or number.
 	Malformed int64
@@ -39,25 +45,30 @@ type Result struct {
 // Group is the rows that share the values of the By columns.
 type Group struct {
 	Values []string // one per By column
-	Rows   int64
-	CPUUs  int64
-	Count  int // in Result.Other, how many groups it sums; 1 otherwise
+	Rows   int64    // but for those of exited threads, as in Result
+	CPUUs  int64    // exited threads' included
+	Count  int      // in Result.Other, how many groups it sums; 1 otherwise
 }
 
 // Bucket is a slice of the timeline.
 type Bucket struct {
 	Start time.Time
 	Ticks int64
-	// Rows counts the rows by state, in the order of TimelineStates.
+	// Rows counts the rows by state, in the order of TimelineStates; exited threads'
+	// rows are not among them, but their CPU time is in CPUUs.
 	Rows  [len(timelineStates)]int64
 	CPUUs int64
 }
 
-// timelineStates are the states a timeline splits rows by; anything else counts as other.
+// timelineStates are the states of active threads a timeline splits rows by; anything
+// else but dead (an exited thread, not active) counts as other.
 var timelineStates = [...]string{
 	state.OnCPU.String(), state.Runnable.String(), state.Uninterruptible.String(),
-	state.Sleeping.String(), state.Stopped.String(), state.Dead.String(), "other",
+	state.Sleeping.String(), state.Stopped.String(), "other",
 }
+
+// deadState is the state of an exited thread's last row.
+var deadState = []byte(state.Dead.String())
 
 // TimelineStates names the entries of Bucket.Rows.
 func TimelineStates() []string { return timelineStates[:] }
@@ -162,10 +173,20 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 	if !ok {
 		return false
 	}
-	s.res.Rows++
+	// An exited thread's row carries the CPU time of its last interval, which counts; the
+	// thread, gone at the tick, is not an active session then.
+	st := value(fields, l.state, false)
+	active := int64(1)
+	if bytes.Equal(st, deadState) {
+		active = 0
+		s.res.Exited++
+	}
+	s.res.Rows += active
 	s.res.CPUUs += cpu
 	if b != nil {
-		b.Rows[stateIndex(value(fields, l.state, false))]++
+		if active == 1 {
+			b.Rows[stateIndex(st)]++
+		}
 		b.CPUUs += cpu
 		return true
 	}
@@ -182,7 +203,7 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 		}
 		s.groups[string(s.key)] = g
 	}
-	g.Rows++
+	g.Rows += active
 	g.CPUUs += cpu
 	return true
 }

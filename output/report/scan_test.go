@@ -184,6 +184,67 @@ func TestTimeline(t *testing.T) {
 	}
 }
 
+// exitingRows is ten ticks of a spinner always on CPU and a worker that runs for the first
+// four, then exits: at the fifth it shows once more, dead, with its last interval's 0.3 s
+// on CPU.
+func exitingRows(tick time.Time, i int) []state.Sample {
+	rows := []state.Sample{thread(tick, 100, "spin", state.OnCPU, "", 1_000_000)}
+	switch {
+	case i < 4:
+		rows = append(rows, thread(tick, 400, "cc1", state.OnCPU, "", 1_000_000))
+	case i == 4:
+		rows = append(rows, thread(tick, 400, "cc1", state.Dead, "", 300_000))
+	}
+	return rows
+}
+
+// TestExitedThreadsAreNotActive: the row of a thread that has exited counts its CPU time,
+// but not the thread, in averages, groups and timeline alike.
+func TestExitedThreadsAreNotActive(t *testing.T) {
+	dir := writeRows(t, start, 10, exitingRows, output.CompressNone)
+	r, err := Run(dir, query("state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rows != 14 || r.Exited != 1 || r.CPUUs != 14_300_000 || Average(r.Rows, r.Ticks) != 1.4 {
+		t.Errorf("%d rows, %d exited, %d µs on CPU, %.2f threads on average; want 14, 1, 14300000, 1.40",
+			r.Rows, r.Exited, r.CPUUs, Average(r.Rows, r.Ticks))
+	}
+	want := []summary{{"on_cpu", 1.4, 14}, {"dead", 0, 0.3}}
+	if got := summarize(r); !reflect.DeepEqual(got, want) {
+		t.Errorf("groups %v, want %v", got, want)
+	}
+	q := query("state")
+	q.Step = StepMinute
+	if r, err = Run(dir, q); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Timeline) != 1 || sum(r.Timeline[0].Rows[:]) != 14 || r.Timeline[0].Rows[0] != 14 || r.Timeline[0].CPUUs != 14_300_000 {
+		t.Errorf("timeline %+v, want 14 rows on CPU and 14.3 CPU seconds", r.Timeline)
+	}
+	var b strings.Builder
+	if err := Render(&b, r, FormatTable, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "14 rows: 1.40 threads on average, 14.30 CPU seconds\n"+
+		"and 1 row of threads that had exited: in CPU seconds, not in threads on average") {
+		t.Errorf("the summary does not set the exited thread apart:\n%s", b.String())
+	}
+	if err := Render(&b, r, FormatCSV, 0); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "dead") {
+		t.Errorf("the timeline shows exited threads as a state:\n%s", b.String())
+	}
+	b.Reset()
+	if err := Render(&b, r, FormatJSON, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"rows": 14,`) || !strings.Contains(b.String(), `"exited_rows": 1,`) {
+		t.Errorf("the JSON does not set the exited thread apart:\n%s", b.String())
+	}
+}
+
 // TestTicksWithoutRows checks that averages are over every tick, also those at which no
 // thread had a row, and that an hour without a ticks file (written before threadcap kept
 // them) still counts the ticks its rows show.
