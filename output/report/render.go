@@ -125,14 +125,26 @@ func writeBreakdown(b *strings.Builder, r *Result, width int) {
 	}
 }
 
-// timelineColumns are the states a table timeline shows apart; the others are summed.
+// timelineColumns are the states a table timeline shows apart; the others are summed. Each
+// has its mark in the bar, and the legend under the table says what it stands for.
 var timelineColumns = []struct {
-	header string
-	mark   string
-}{{"ON_CPU", "C"}, {"RUNNABLE", "R"}, {"D_STATE", "D"}, {"SLEEPING", "S"}, {"OTHER", "o"}}
+	header, mark, meaning string
+}{
+	{"ON_CPU", "C", "on CPU"}, {"RUNNABLE", "R", "runnable"},
+	{"D_STATE", "D", "uninterruptible"}, {"SLEEPING", "S", "sleeping"}, {"OTHER", "o", "stopped or other"},
+}
+
+// timelineLegend says what the marks of the bar stand for.
+func timelineLegend() string {
+	marks := make([]string, len(timelineColumns))
+	for i, c := range timelineColumns {
+		marks[i] = c.mark + " " + c.meaning
+	}
+	return "bar: " + strings.Join(marks, ", ")
+}
 
 // writeTimeline shows, per bucket, the average active threads split by state, with a bar
-// stacked by state: C on CPU, R runnable, D uninterruptible, S sleeping, o the rest.
+// stacked by state and a legend of its marks.
 func writeTimeline(b *strings.Builder, r *Result, width int) {
 	layout := "15:04"
 	if r.Step < time.Minute {
@@ -171,6 +183,7 @@ func writeTimeline(b *strings.Builder, r *Result, width int) {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("\n" + timelineLegend() + "\n")
 }
 
 // timelineCounts folds a bucket's rows into timelineColumns.

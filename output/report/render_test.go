@@ -105,6 +105,38 @@ func TestRenderJSON(t *testing.T) {
 	}
 }
 
+// TestTimelineExplainsItsBar: every mark a timeline's bars are drawn with is explained in
+// the timeline's own output.
+func TestTimelineExplainsItsBar(t *testing.T) {
+	out := string(render(t, Query{Step: StepMinute}, FormatTable, MinWidth))
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	legend := lines[len(lines)-1]
+	if !strings.HasPrefix(legend, "bar: ") {
+		t.Fatalf("the timeline ends with %q, not with a legend of its bar:\n%s", legend, out)
+	}
+	for _, c := range timelineColumns {
+		if !strings.Contains(legend, c.mark+" "+c.meaning) {
+			t.Errorf("legend %q does not say that %s is %s", legend, c.mark, c.meaning)
+		}
+	}
+	used := 0
+	for _, line := range lines {
+		fields := strings.Fields(line)
+		if len(fields) != len(timelineColumns)+4 || fields[0] == "TIME" {
+			continue // not a bucket with a bar
+		}
+		for _, mark := range fields[len(fields)-1] {
+			used++
+			if !strings.Contains(legend, " "+string(mark)+" ") {
+				t.Errorf("the bar's mark %q is not in the legend %q", mark, legend)
+			}
+		}
+	}
+	if used == 0 {
+		t.Errorf("no bar found in\n%s", out)
+	}
+}
+
 // TestTimelineAcrossMidnightFits checks the widest time column, with the date, at the
 // narrowest width.
 func TestTimelineAcrossMidnightFits(t *testing.T) {
