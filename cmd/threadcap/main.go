@@ -74,16 +74,36 @@ func exitCode(err error) int {
 	return exitUsage
 }
 
-// version is the module version the binary was built from, or the VCS revision.
+// version is the module version the binary was built from; for a build of a checkout
+// without one, "(devel)", the commit, its time and whether the tree had changes.
 func version() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown"
+		return "unknown: built without module information"
 	}
+	return versionOf(info)
+}
+
+// versionOf is version's answer from the build information.
+func versionOf(info *debug.BuildInfo) string {
+	v := info.Main.Version
+	if v != "" && v != "(devel)" {
+		return v // a tag or pseudo-version: it names the commit, and +dirty a changed tree
+	}
+	vcs := map[string]string{}
 	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" {
-			return info.Main.Version + " " + s.Value
-		}
+		vcs[s.Key] = s.Value
 	}
-	return info.Main.Version
+	rev := vcs["vcs.revision"]
+	if rev == "" {
+		return "(devel), built without version control information"
+	}
+	v = "(devel) revision " + rev
+	if t := vcs["vcs.time"]; t != "" {
+		v += " of " + t
+	}
+	if vcs["vcs.modified"] == "true" {
+		v += ", with uncommitted changes"
+	}
+	return v
 }
