@@ -71,7 +71,7 @@ func (a *recordArray) load(slot uint32, out *Record) bool {
 func (a *recordArray) quiet(slot uint32, since uint64) bool {
 	r := &a.recs[slot]
 	seq := atomic.LoadUint32(&r.Seq)
-	st, at, tid := state.State(r.State), r.SinceNs, r.Tid
+	st, at, tid := state.State(r.Live.State), r.Live.SinceNs, r.Tid
 	loadFence()
 	if seq&1 != 0 || atomic.LoadUint32(&r.Seq) != seq || tid == 0 {
 		return false
@@ -79,30 +79,36 @@ func (a *recordArray) quiet(slot uint32, since uint64) bool {
 	return (st == state.Sleeping || st == state.Stopped) && at < since
 }
 
-// Thread converts a record to the model the sampler works with.
-func (r *Record) Thread(t *state.Thread) {
+// Thread converts a record to the model the sampler works with, as the thread was at the
+// tick: the view the kernel side kept for that tick if the record has moved since, the
+// live one if not. tick 0 takes the live view.
+func (r *Record) Thread(t *state.Thread, tick uint64) {
+	v := &r.Live
+	if tick != 0 && r.TickNs == tick {
+		v = &r.AtTick
+	}
 	*t = state.Thread{
 		Tid:            int32(r.Tid),
 		Pid:            int32(r.Tgid),
 		Comm:           r.Comm,
-		State:          state.State(r.State),
-		PrevState:      state.State(r.PrevState),
-		CPU:            int32(r.Cpu),
-		SinceNs:        r.SinceNs,
-		StateNs:        r.StateNs,
-		Voluntary:      uint64(r.Nvcsw),
-		Involuntary:    uint64(r.Nivcsw),
-		Syscall:        r.ScNr,
-		SyscallNs:      r.ScEnterNs,
-		SyscallOnCPUNs: r.ScOnCpuNs,
-		Args:           r.ScArgs,
-		LastSyscall:    r.LastScNr,
-		LastRet:        r.LastScRet,
+		State:          state.State(v.State),
+		PrevState:      state.State(v.PrevState),
+		CPU:            int32(v.Cpu),
+		SinceNs:        v.SinceNs,
+		StateNs:        v.StateNs,
+		Voluntary:      uint64(v.Nvcsw),
+		Involuntary:    uint64(v.Nivcsw),
+		Syscall:        v.ScNr,
+		SyscallNs:      v.ScEnterNs,
+		SyscallOnCPUNs: v.ScOnCpuNs,
+		Args:           v.ScArgs,
+		LastSyscall:    v.LastScNr,
+		LastRet:        v.LastScRet,
 		StartNs:        r.StartNs,
 		ExecGen:        r.ExecGen,
 		CgroupID:       r.CgroupId,
-		KernelStack:    r.Kstack,
-		UserStack:      r.Ustack,
+		KernelStack:    v.Kstack,
+		UserStack:      v.Ustack,
 	}
 }
 
@@ -115,11 +121,11 @@ func (t *Tracker) Slots() uint32 {
 	return uint32(min(used, uint64(t.Capacity())))
 }
 
-// Scan calls fn with every tracked thread, except those that have slept (or been stopped)
-// since before since, a CLOCK_MONOTONIC time: nothing about them changed. since 0 scans
-// all. A record of an exited thread (state.Dead) is passed once it is final; the caller
-// gives its slot back with Free after using it. fn must not keep th.
-func (t *Tracker) Scan(since uint64, fn func(slot uint32, th *state.Thread)) {
+// Scan calls fn with every tracked thread as it was at tick (see SetTick), except those
+// that have slept (or been stopped) since before since, a CLOCK_MONOTONIC time: nothing
+// about them changed. since 0 scans all. A thread that had exited by the tick comes in
+// state.Dead; the caller gives its slot back with Free after using it. fn must not keep th.
+func (t *Tracker) Scan(since, tick uint64, fn func(slot uint32, th *state.Thread)) {
 	var rec Record
 	var th state.Thread
 	n := t.Slots()
@@ -130,16 +136,25 @@ func (t *Tracker) Scan(since uint64, fn func(slot uint32, th *state.Thread)) {
 		if !t.records.load(slot, &rec) || rec.Tid == 0 {
 			continue
 		}
-		rec.Thread(&th)
+		rec.Thread(&th, tick)
 		fn(slot, &th)
 	}
+}
+
+// SetTick tells the kernel side the instant (CLOCK_MONOTONIC ns) of the next tick, before
+// it comes: the first write to each record at or after it keeps the record's view as of
+// that instant, which Scan with the same tick returns however late it runs.
+func (t *Tracker) SetTick(mono uint64) {
+	// A write to the memory-mapped .bss: one aligned 8-byte store, which the programs
+	// never see torn. It cannot fail once loaded (the variable is there, and writable).
+	_ = t.coll.Variables[threadcapVarTickNs].Set(mono)
 }
 
 // Free gives the slot of an exited thread back to the kernel side, for a new thread.
 // Only slots Scan reported in state.Dead may be freed: the kernel never writes them again.
 func (t *Tracker) Free(slot uint32) error {
 	r := &t.records.recs[slot]
-	if state.State(r.State) != state.Dead || r.Tid == 0 {
+	if state.State(r.Live.State) != state.Dead || r.Tid == 0 {
 		return fmt.Errorf("slot %d does not hold an exited thread", slot)
 	}
 	atomic.StoreUint32(&r.Tid, 0)
@@ -158,6 +173,9 @@ type Counters struct {
 	// LostStacks counts stacks not captured because their bucket in the stack map held
 	// another stack.
 	LostStacks uint64
+	// UnseenSwitches counts threads found to have left a CPU without a sched_switch event,
+	// whose records were repaired from the kernel's own CPU time of the thread.
+	UnseenSwitches uint64
 }
 
 // Counters sums the per-CPU counters.
@@ -181,6 +199,9 @@ func (t *Tracker) Counters() (Counters, error) {
 	if c.UntrackedThreads, err = read(threadcapTcCounterTC_UNTRACKED_THREADS); err != nil {
 		return c, err
 	}
-	c.LostStacks, err = read(threadcapTcCounterTC_LOST_STACKS)
+	if c.LostStacks, err = read(threadcapTcCounterTC_LOST_STACKS); err != nil {
+		return c, err
+	}
+	c.UnseenSwitches, err = read(threadcapTcCounterTC_UNSEEN_SWITCHES)
 	return c, err
 }

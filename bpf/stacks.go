@@ -120,8 +120,9 @@ func (t *Tracker) PruneStacks() ([]uint16, error) {
 			continue // free: its old ids are nobody's
 		}
 		// A torn read costs nothing here: at worst a stack is kept one round longer, or
-		// one a record is being given right now is deleted, which callers allow for.
-		for _, id := range [...]uint16{r.Kstack, r.Ustack} {
+		// one a record is being given right now is deleted, which callers allow for. The
+		// view at the tick holds ids too, which the current tick's rows may still show.
+		for _, id := range [...]uint16{r.Live.Kstack, r.Live.Ustack, r.AtTick.Kstack, r.AtTick.Ustack} {
 			if int(id) < len(used) {
 				used[id] = true
 			}

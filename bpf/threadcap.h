@@ -21,7 +21,8 @@ enum tc_counter : __u32 {
 	TC_LOST_UPDATES = 0,    /* events about threads that have no record */
 	TC_UNTRACKED_THREADS = 1, /* threads refused a record because the map was full */
 	TC_LOST_STACKS = 2,     /* stacks not captured: the stack map's bucket held another */
-	TC_NR_COUNTERS = 3,
+	TC_UNSEEN_SWITCHES = 3, /* switch-outs the kernel made without a sched_switch event */
+	TC_NR_COUNTERS = 4,
 };
 
 /* Frames kept per stack, the few frames of the sched_switch hook and the scheduler included. */
@@ -30,34 +31,50 @@ enum tc_counter : __u32 {
 #define TC_NO_SYSCALL (-1)
 
 /*
- * One thread. Written only by the CPU the thread runs on, or by the CPU holding the
- * thread's runqueue lock (wakeup, switch-in), so writers never overlap; seq is odd while a
- * write is in progress so that user space, reading the array in place, can retry a torn
- * copy. Aligned to a cache line so two CPUs never write the same line for two threads.
+ * What a row shows of a thread: everything about it that an event changes. A record keeps
+ * two: the live one, and the one as of the tick (see struct record).
  */
-struct record {
-	__u32 seq;
-	__u32 tid;      /* 0: free slot */
-	__u32 tgid;
-	enum tc_state state;
-	enum tc_state prev_state; /* the state before since_ns */
-	__u16 cpu;      /* CPU it runs on, or last ran on */
+struct tc_view {
 	__u64 since_ns; /* CLOCK_MONOTONIC time the current state began */
 	__u64 state_ns[TC_TIMED_STATES]; /* cumulative, up to since_ns */
-	__u32 nvcsw;    /* voluntary switches (it slept) */
-	__u32 nivcsw;   /* involuntary switches (preempted, yielded) */
-	__s32 sc_nr;    /* syscall in progress, TC_NO_SYSCALL when none or unknown */
-	__s32 last_sc_nr;
 	__u64 sc_enter_ns;   /* full mode: entry; passive mode: the switch-out seen in it */
 	__u64 sc_on_cpu_ns;  /* state_ns[TC_ON_CPU] as it stood at sc_enter_ns */
 	__u64 sc_args[6];
 	__s64 last_sc_ret;
-	__u64 start_ns;  /* task start time (CLOCK_MONOTONIC): tells a reused tid apart */
+	__u32 nvcsw;    /* voluntary switches (it slept) */
+	__u32 nivcsw;   /* involuntary switches (preempted, yielded) */
+	__s32 sc_nr;    /* syscall in progress, TC_NO_SYSCALL when none or unknown */
+	__s32 last_sc_nr;
+	__u16 cpu;      /* CPU it runs on, or last ran on */
+	__u16 kstack;   /* kernel stack id + 1 at the last capturing switch-out; 0: none */
+	__u16 ustack;   /* user stack id + 1, likewise */
+	enum tc_state state;
+	enum tc_state prev_state; /* the state before since_ns */
+};
+
+/*
+ * One thread. Written only by the CPU the thread runs on, or by the CPU holding the
+ * thread's runqueue lock (wakeup, switch-in), so writers never overlap; seq is odd while a
+ * write is in progress so that user space, reading the array in place, can retry a torn
+ * copy. Aligned to a cache line so two CPUs never write the same line for two threads.
+ *
+ * The state at the tick: user space sets tick_ns (a global) to the next tick's instant
+ * before it comes. The first write to a record at or after that instant copies the live
+ * view into at_tick and sets the record's tick_ns, so however late user space reads, it
+ * finds each thread's view as of the tick: at_tick if the record moved since, else live.
+ */
+struct record {
+	__u32 seq;
+	__u32 tid;       /* 0: free slot */
+	__u32 tgid;
 	__u32 exec_gen;  /* bumped by every exec, so user space refreshes process context */
-	__u8 comm[16];
-	__u16 kstack;    /* kernel stack id + 1 at the last capturing switch-out; 0: none */
-	__u16 ustack;    /* user stack id + 1, likewise */
+	__u64 start_ns;  /* task start time (CLOCK_MONOTONIC): tells a reused tid apart */
 	__u64 cgroup_id; /* cgroup v2 id (the inode of its cgroupfs directory) */
+	__u64 exec_ns;   /* the task's se.sum_exec_runtime at the last switch seen (in or out) */
+	__u64 tick_ns;   /* the tick at_tick is for; 0: none */
+	__u8 comm[16];
+	struct tc_view live;
+	struct tc_view at_tick;
 } __attribute__((aligned(64)));
 
 /* Task-local storage: where a thread's record lives. */

@@ -14,29 +14,19 @@ import (
 )
 
 type threadcapRecord struct {
-	_         structs.HostLayout
-	Seq       uint32
-	Tid       uint32
-	Tgid      uint32
-	State     threadcapTcState
-	PrevState threadcapTcState
-	Cpu       uint16
-	SinceNs   uint64
-	StateNs   [5]uint64
-	Nvcsw     uint32
-	Nivcsw    uint32
-	ScNr      int32
-	LastScNr  int32
-	ScEnterNs uint64
-	ScOnCpuNs uint64
-	ScArgs    [6]uint64
-	LastScRet int64
-	StartNs   uint64
-	ExecGen   uint32
-	Comm      [16]uint8
-	Kstack    uint16
-	Ustack    uint16
-	CgroupId  uint64
+	_        structs.HostLayout
+	Seq      uint32
+	Tid      uint32
+	Tgid     uint32
+	ExecGen  uint32
+	StartNs  uint64
+	CgroupId uint64
+	ExecNs   uint64
+	TickNs   uint64
+	Comm     [16]uint8
+	Live     threadcapTcView
+	AtTick   threadcapTcView
+	_        [32]byte
 }
 
 type threadcapTaskSlot struct {
@@ -51,7 +41,8 @@ const (
 	threadcapTcCounterTC_LOST_UPDATES      threadcapTcCounter = 0
 	threadcapTcCounterTC_UNTRACKED_THREADS threadcapTcCounter = 1
 	threadcapTcCounterTC_LOST_STACKS       threadcapTcCounter = 2
-	threadcapTcCounterTC_NR_COUNTERS       threadcapTcCounter = 3
+	threadcapTcCounterTC_UNSEEN_SWITCHES   threadcapTcCounter = 3
+	threadcapTcCounterTC_NR_COUNTERS       threadcapTcCounter = 4
 )
 
 type threadcapTcState uint8
@@ -66,6 +57,25 @@ const (
 	threadcapTcStateTC_DEAD            threadcapTcState = 5
 )
 
+type threadcapTcView struct {
+	_         structs.HostLayout
+	SinceNs   uint64
+	StateNs   [5]uint64
+	ScEnterNs uint64
+	ScOnCpuNs uint64
+	ScArgs    [6]uint64
+	LastScRet int64
+	Nvcsw     uint32
+	Nivcsw    uint32
+	ScNr      int32
+	LastScNr  int32
+	Cpu       uint16
+	Kstack    uint16
+	Ustack    uint16
+	State     threadcapTcState
+	PrevState threadcapTcState
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -77,6 +87,7 @@ const (
 	threadcapMapStacks          = "stacks"
 	threadcapMapTaskSlots       = "task_slots"
 	threadcapProgOnExec         = "on_exec"
+	threadcapProgOnIdle         = "on_idle"
 	threadcapProgOnRename       = "on_rename"
 	threadcapProgOnSwitch       = "on_switch"
 	threadcapProgOnSysEnter     = "on_sys_enter"
@@ -87,6 +98,7 @@ const (
 	threadcapVarPassiveSyscalls = "passive_syscalls"
 	threadcapVarSlotsUsed       = "slots_used"
 	threadcapVarStackStates     = "stack_states"
+	threadcapVarTickNs          = "tick_ns"
 	threadcapVarUserStacks      = "user_stacks"
 )
 
@@ -133,6 +145,7 @@ type threadcapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type threadcapProgramSpecs struct {
 	OnExec      *ebpf.ProgramSpec `ebpf:"on_exec"`
+	OnIdle      *ebpf.ProgramSpec `ebpf:"on_idle"`
 	OnRename    *ebpf.ProgramSpec `ebpf:"on_rename"`
 	OnSwitch    *ebpf.ProgramSpec `ebpf:"on_switch"`
 	OnSysEnter  *ebpf.ProgramSpec `ebpf:"on_sys_enter"`
@@ -161,6 +174,7 @@ type threadcapVariableSpecs struct {
 	PassiveSyscalls *ebpf.VariableSpec `ebpf:"passive_syscalls"`
 	SlotsUsed       *ebpf.VariableSpec `ebpf:"slots_used"`
 	StackStates     *ebpf.VariableSpec `ebpf:"stack_states"`
+	TickNs          *ebpf.VariableSpec `ebpf:"tick_ns"`
 	UserStacks      *ebpf.VariableSpec `ebpf:"user_stacks"`
 }
 
@@ -211,6 +225,7 @@ type threadcapVariables struct {
 	PassiveSyscalls *ebpf.Variable `ebpf:"passive_syscalls"`
 	SlotsUsed       *ebpf.Variable `ebpf:"slots_used"`
 	StackStates     *ebpf.Variable `ebpf:"stack_states"`
+	TickNs          *ebpf.Variable `ebpf:"tick_ns"`
 	UserStacks      *ebpf.Variable `ebpf:"user_stacks"`
 }
 
@@ -219,6 +234,7 @@ type threadcapVariables struct {
 // It can be passed to loadThreadcapObjects or ebpf.CollectionSpec.LoadAndAssign.
 type threadcapPrograms struct {
 	OnExec      *ebpf.Program `ebpf:"on_exec"`
+	OnIdle      *ebpf.Program `ebpf:"on_idle"`
 	OnRename    *ebpf.Program `ebpf:"on_rename"`
 	OnSwitch    *ebpf.Program `ebpf:"on_switch"`
 	OnSysEnter  *ebpf.Program `ebpf:"on_sys_enter"`
@@ -230,6 +246,7 @@ type threadcapPrograms struct {
 func (p *threadcapPrograms) Close() error {
 	return _ThreadcapClose(
 		p.OnExec,
+		p.OnIdle,
 		p.OnRename,
 		p.OnSwitch,
 		p.OnSysEnter,

@@ -41,7 +41,7 @@ const DefaultCapacity = 65536
 // Config is what the kernel side is loaded with.
 type Config struct {
 	// Capacity is the number of threads tracked at once (records of exited threads count
-	// until the sampler has read them). Each costs one 192-byte record.
+	// until the sampler has read them). Each costs one 384-byte record (two views of the thread: live and at the tick).
 	Capacity uint32
 	Syscalls SyscallMode
 	// Stacks says at which switch-outs stacks are captured; StacksUninterruptible when "".
@@ -158,7 +158,7 @@ func explain(err error) error {
 	}
 	if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.E2BIG) {
 		return fmt.Errorf("%w: the kernel could not make the maps; lower capacity "+
-			"(each thread's record takes 192 bytes) or stacks.entries", err)
+			"(each thread's record takes 384 bytes) or stacks.entries", err)
 	}
 	if errors.Is(err, os.ErrPermission) {
 		return fmt.Errorf("%w: run threadcap as root, or grant it CAP_BPF and CAP_PERFMON "+

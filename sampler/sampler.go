@@ -19,9 +19,13 @@ import (
 
 // Source is the kernel side as the sampler reads it; *bpf.Tracker implements it.
 type Source interface {
+	// SetTick names the next tick's instant (CLOCK_MONOTONIC ns) before it comes, so
+	// that the kernel side keeps each thread's view as of that instant.
+	SetTick(mono uint64)
 	// Scan calls fn for every thread whose record may have changed since the
-	// CLOCK_MONOTONIC time since (0: every thread).
-	Scan(since uint64, fn func(slot uint32, th *state.Thread))
+	// CLOCK_MONOTONIC time since (0: every thread), as the thread was at tick, an
+	// instant named by SetTick.
+	Scan(since, tick uint64, fn func(slot uint32, th *state.Thread))
 	// Free gives back the slot of an exited thread once its last record has been read.
 	Free(slot uint32) error
 }
@@ -102,6 +106,7 @@ type Sampler struct {
 	sink     Sink
 	prev     []snapshot // by slot: the record as last read
 	prevMono uint64     // the previous tick, on the Mono clock
+	armed    armedTick  // the next tick, as the kernel side was told of it
 	seeded   map[int32]*state.Thread
 	procs    *processCache
 	cgroups  *cgroupCache
@@ -172,6 +177,22 @@ func (s *Sampler) Seed() error {
 	return nil
 }
 
+// armedTick is a tick named to the kernel side before it came: its label and its instant.
+type armedTick struct {
+	wall time.Time
+	mono uint64
+}
+
+// arm tells the kernel side the instant of the tick labelled wall, still to come.
+func (s *Sampler) arm(wall time.Time) {
+	mono := s.cfg.Mono()
+	if ahead := wall.Sub(s.cfg.Wall()); ahead > 0 {
+		mono += uint64(ahead)
+	}
+	s.src.SetTick(mono)
+	s.armed = armedTick{wall: wall, mono: mono}
+}
+
 // Run takes a first tick at once, then ticks at every wall-clock multiple of the interval
 // until ctx ends. A tick that runs past the next boundary makes the sampler skip the
 // boundaries it missed (counted in Stats), never queue them.
@@ -201,6 +222,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 					Warn("ticks take longer than the sampling interval; skipping the ticks missed")
 			}
 		}
+		s.arm(next)
 		// The injected wall clock, not time.Until, so that a test's clock (or a wall clock
 		// stepped mid-loop) agrees with the ticks it labels.
 		timer.Reset(next.Sub(s.cfg.Wall()))

@@ -13,12 +13,16 @@ import (
 )
 
 // fakeSource holds records by slot, as the kernel side would.
+// fakeSource holds each thread as it is at every tick: it has no view of its own to keep.
 type fakeSource struct {
 	recs  map[uint32]*state.Thread
 	freed []uint32
+	ticks []uint64 // every instant SetTick named
 }
 
-func (f *fakeSource) Scan(since uint64, fn func(uint32, *state.Thread)) {
+func (f *fakeSource) SetTick(mono uint64) { f.ticks = append(f.ticks, mono) }
+
+func (f *fakeSource) Scan(since, _ uint64, fn func(uint32, *state.Thread)) {
 	for slot := uint32(0); slot < 64; slot++ {
 		th, ok := f.recs[slot]
 		if !ok {
@@ -213,18 +217,40 @@ func keys(m map[int32]state.Sample) []int32 {
 	return k
 }
 
-func TestStateIsTakenAtTheTickInstant(t *testing.T) {
+func TestTickIsArmedBeforeItComes(t *testing.T) {
 	r := newRig(t, Filter{})
-	// Preempted 2 ms after the tick instant (by the sampler's own wakeup, say).
+	r.mono = 99*sec + 500_000_000
+	tick := time.Unix(0, int64(100*sec))
+	r.s.arm(tick)
+	// Preempted 2 ms after the tick instant, and read 3 ms after it: a record without a
+	// view of the tick shows the state it left at since.
 	r.src.recs[1] = &state.Thread{Tid: 50, Pid: 50, State: state.Runnable, PrevState: state.OnCPU,
 		SinceNs: 100*sec + 2_000_000, StartNs: 1}
 	r.mono = 100*sec + 3_000_000
-	if err := r.s.Tick(time.Unix(0, int64(100*sec))); err != nil {
+	if err := r.s.Tick(tick); err != nil {
 		t.Fatal(err)
+	}
+	if len(r.src.ticks) != 1 || r.src.ticks[0] != 100*sec {
+		t.Errorf("kernel side told of ticks %v, want [%d] before the tick", r.src.ticks, 100*sec)
 	}
 	row := r.sink.ticks[0][0]
 	if row.State != state.OnCPU || row.StateUs != state.Unknown {
 		t.Errorf("state at the tick = %v (state_us %d), want on_cpu (unknown)", row.State, row.StateUs)
+	}
+}
+
+func TestUnarmedTickIsTakenWhenCalled(t *testing.T) {
+	r := newRig(t, Filter{})
+	r.src.recs[1] = &state.Thread{Tid: 50, Pid: 50, State: state.OnCPU, SinceNs: 100 * sec, StartNs: 1}
+	r.tick(t, 101*sec)
+	// Born after the instant the kernel side was given: not a thread of this tick.
+	r.src.recs[2] = &state.Thread{Tid: 51, Pid: 51, State: state.OnCPU, SinceNs: 102 * sec, StartNs: 102 * sec}
+	rows := r.tick(t, 101*sec+1)
+	if len(r.src.ticks) != 2 || r.src.ticks[0] != 101*sec || r.src.ticks[1] != 101*sec+1 {
+		t.Errorf("kernel side told of ticks %v, want the instants Tick was called at", r.src.ticks)
+	}
+	if _, ok := rows[51]; ok || len(rows) != 1 {
+		t.Errorf("rows for tids %v, want only 50", keys(rows))
 	}
 }
 

@@ -27,13 +27,18 @@ func (p *snapshot) timesAt(mono uint64) [state.TimedStates]uint64 {
 	return th.TimesAt(mono)
 }
 
-// Tick samples once, as of the instant wall (a tick boundary, normally just past).
+// Tick samples once, as of the instant wall: every row shows its thread as it was at that
+// one instant, however late the sampler woke and however long reading takes, because the
+// kernel side was told of the instant before it came (see arm) and kept each record's
+// view as of it. A tick that was not armed (the first, or one a caller asks for) takes
+// the instant it is called at.
 func (s *Sampler) Tick(wall time.Time) error {
-	// The tick's instant on the kernel's clock: now, less how late the timer woke us.
-	mono := s.cfg.Mono()
-	if late := s.cfg.Wall().Sub(wall); late > 0 && uint64(late) < mono {
-		mono -= uint64(late)
+	mono := s.armed.mono
+	if mono == 0 || !s.armed.wall.Equal(wall) {
+		mono = s.cfg.Mono()
+		s.src.SetTick(mono)
 	}
+	s.armed = armedTick{}
 	since := s.prevMono
 	if s.cfg.Filter.All {
 		since = 0 // sleepers get rows too: read them all
@@ -42,7 +47,7 @@ func (s *Sampler) Tick(wall time.Time) error {
 	s.writeErr = nil
 	s.dead = s.dead[:0]
 	s.fds.nextTick()
-	s.src.Scan(since, func(slot uint32, th *state.Thread) { s.observe(slot, th, mono, wall) })
+	s.src.Scan(since, mono, func(slot uint32, th *state.Thread) { s.observe(slot, th, mono, wall) })
 	for _, th := range s.seeded {
 		if s.cfg.Filter.All || th.State.Active() {
 			s.addRow(th, wall, mono, nil)
@@ -95,6 +100,10 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 		s.prev = append(s.prev, snapshot{})
 	}
 	p := &s.prev[slot]
+	if th.StartNs > mono {
+		// Born after the tick: it first shows at the next one, with its whole life so far.
+		return
+	}
 	known := p.tid == th.Tid && p.startNs == th.StartNs && p.tid != 0
 	if !known {
 		// A thread first seen by the kernel side is no longer a seeded guess.

@@ -56,7 +56,14 @@ struct css_set {
 	struct cgroup *dfl_cgrp;
 };
 
+struct sched_entity {
+	__u64 sum_exec_runtime;
+};
+
 struct task_struct {
+	unsigned int __state;
+	int on_cpu;
+	struct sched_entity se;
 	unsigned int flags;
 	__u64 start_time;
 	pid_t pid;

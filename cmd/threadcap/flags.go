@@ -100,7 +100,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		o.add("cgroups", "--cgroup", func(c *Config) { c.Cgroups = o.cgroups })
 		return nil
 	})
-	fs.Func("capacity", "`threads` tracked at once, 192 bytes of kernel memory each (default 65536)", func(s string) error {
+	fs.Func("capacity", "`threads` tracked at once, 384 bytes of kernel memory each (default 65536)", func(s string) error {
 		v, err := strconv.ParseUint(s, 10, 32)
 		if err != nil {
 			return fmt.Errorf("%q is not a number of threads", s)

@@ -20,6 +20,9 @@ int BPF_PROG(floor_wakeup) { return 0; }
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(floor_wakeup_new) { return 0; }
 
+SEC("tp_btf/cpu_idle")
+int BPF_PROG(floor_idle) { return 0; }
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(floor_sys_enter) { return 0; }
 

@@ -17,6 +17,7 @@ import (
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	floorProgFloorExec      = "floor_exec"
+	floorProgFloorIdle      = "floor_idle"
 	floorProgFloorRename    = "floor_rename"
 	floorProgFloorSwitch    = "floor_switch"
 	floorProgFloorSysEnter  = "floor_sys_enter"
@@ -68,6 +69,7 @@ type floorSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type floorProgramSpecs struct {
 	FloorExec      *ebpf.ProgramSpec `ebpf:"floor_exec"`
+	FloorIdle      *ebpf.ProgramSpec `ebpf:"floor_idle"`
 	FloorRename    *ebpf.ProgramSpec `ebpf:"floor_rename"`
 	FloorSwitch    *ebpf.ProgramSpec `ebpf:"floor_switch"`
 	FloorSysEnter  *ebpf.ProgramSpec `ebpf:"floor_sys_enter"`
@@ -125,6 +127,7 @@ type floorVariables struct {
 // It can be passed to loadFloorObjects or ebpf.CollectionSpec.LoadAndAssign.
 type floorPrograms struct {
 	FloorExec      *ebpf.Program `ebpf:"floor_exec"`
+	FloorIdle      *ebpf.Program `ebpf:"floor_idle"`
 	FloorRename    *ebpf.Program `ebpf:"floor_rename"`
 	FloorSwitch    *ebpf.Program `ebpf:"floor_switch"`
 	FloorSysEnter  *ebpf.Program `ebpf:"floor_sys_enter"`
@@ -136,6 +139,7 @@ type floorPrograms struct {
 func (p *floorPrograms) Close() error {
 	return _FloorClose(
 		p.FloorExec,
+		p.FloorIdle,
 		p.FloorRename,
 		p.FloorSwitch,
 		p.FloorSysEnter,
