@@ -9,8 +9,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/state"
 	"github.com/threadcap/threadcap/test/timetravel"
 )
 
@@ -220,6 +222,65 @@ func TestRecipesAnswer(t *testing.T) {
 		}
 		t.Errorf("long syscalls %v, want the sleeper", got)
 	})
+}
+
+// TestRecipesOnExitedThreads runs the recipes on files holding the dead row a thread leaves
+// when it exits: its last CPU time counts, but it is not a thread waiting.
+func TestRecipesOnExitedThreads(t *testing.T) {
+	dir := t.TempDir()
+	first := time.Date(2026, 11, 21, 3, 10, 0, 0, time.Local)
+	w, err := output.New(output.Config{Dir: dir, Clock: func() time.Time { return first }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ten ticks: a spinner always on CPU; a worker asleep in futex for four, then, after
+	// running 0.3 s more, exited: one dead row at the fifth.
+	row := func(tick time.Time, pid int32, process string, st state.State, syscall string, onCPUUs int64) state.Sample {
+		s := state.Sample{Time: tick, Pid: pid, Tid: pid, Process: process, Thread: process, User: "root", State: st,
+			StateUs: state.Unknown, Syscall: syscall, SyscallUs: state.Unknown, SyscallCPUUs: state.Unknown,
+			Voluntary: 0, Involuntary: 0}
+		s.StateTimeUs[state.OnCPU] = onCPUUs
+		return s
+	}
+	for i := range 10 {
+		tick := first.Add(time.Duration(i) * time.Second)
+		rows := []state.Sample{row(tick, 100, "spin", state.OnCPU, "", 1_000_000)}
+		switch {
+		case i < 4:
+			rows = append(rows, row(tick, 200, "worker", state.Sleeping, "futex", 0))
+		case i == 4:
+			rows = append(rows, row(tick, 200, "worker", state.Dead, "", 300_000))
+		}
+		if err := w.Write(tick, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	conn := duckConn(t)
+	window := strings.NewReplacer(
+		exampleDir, "'"+filepath.Join(dir, "threadcap_samples_*.csv*")+"'",
+		exampleTick, "'"+filepath.Join(dir, "threadcap_ticks_*.csv*")+"'",
+		exampleFrom, "'"+first.Format("2006-01-02 15:04:05-07:00")+"'",
+		exampleTo, "'"+first.Add(time.Minute).Format("2006-01-02 15:04:05-07:00")+"'")
+	answers := map[string][]map[string]any{}
+	for _, r := range recipes(t) {
+		answers[r.name] = run(t, conn, window.Replace(r.sql))
+	}
+	if got := answers["2_top_waits"]; len(got) != 1 || got[0]["state"] != "sleeping" || got[0]["syscall"] != "futex" || num(got[0]["avg_threads"]) != 0.4 {
+		t.Errorf("top waits %v, want only sleeping in futex, 0.4 threads: the exited thread is no wait", got)
+	}
+	cpu := map[string]float64{}
+	for _, r := range answers["4_cpu_by_minute"] {
+		cpu[str(r["process"])] += num(r["cpu_s"])
+	}
+	if cpu["spin"] != 10 || cpu["worker"] != 0.3 {
+		t.Errorf("CPU seconds %v, want spin 10 and worker 0.3, its last stretch before it exited", cpu)
+	}
+	if got := answers["5_cpu_starvation"]; len(got) != 2 {
+		t.Errorf("starvation %v, want both processes, the exited one with its CPU seconds", got)
+	}
 }
 
 // sleepSyscall is the syscall sleep(1) sleeps in: clock_nanosleep with glibc, nanosleep
