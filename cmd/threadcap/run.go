@@ -82,6 +82,10 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 	// Closed before the writer: nothing is attached while the last file is flushed.
 	defer func() { err = errors.Join(err, tracker.Close()) }()
 
+	// The rows that should carry a stack are counted on their way to the writer, to weigh
+	// the kernel side's lost stacks against.
+	stackMode, _ := bpf.ParseStackMode(cfg.Stacks.Kernel) // checked by Validate
+	rows := newStackRows(writer, stackMode)
 	s, err := sampler.New(sampler.Config{
 		Interval:   cfg.Interval(),
 		Filter:     filterOf(&cfg),
@@ -91,7 +95,7 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 		Mono:       bpf.Now, Wall: time.Now,
 		Stacks: tracker,
 		Log:    logrus.WithField(fieldComponent, "sampler"),
-	}, tracker, writer)
+	}, tracker, rows)
 	if err != nil {
 		return err
 	}
@@ -118,7 +122,7 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 	}()
 	go func() {
 		defer close(watcher)
-		watchCounters(bg, tracker, logrus.WithField(fieldComponent, "bpf"))
+		watchCounters(bg, tracker, rows, cfg.Stacks.Entries, logrus.WithField(fieldComponent, "bpf"))
 	}()
 
 	notify(log, "READY=1")
@@ -126,6 +130,10 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 	notify(log, "STOPPING=1")
 	stopBg()
 	<-watcher // it reads the tracker's counters
+	lostStacks := uint64(0)
+	if c, cerr := tracker.Counters(); cerr == nil {
+		lostStacks = c.LostStacks
+	}
 	// Closed here rather than by the deferred calls (which then do nothing), to log how
 	// long each step of stopping took.
 	began := time.Now()
@@ -139,6 +147,7 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 	log.WithFields(logrus.Fields{
 		fieldTicks: st.Ticks, "rows": st.Rows, "skipped_ticks": st.SkippedTicks,
 		"written_rows": writer.WrittenRows(), "dropped_rows": writer.DroppedRows(),
+		fieldLostStacks: lostStacks, fieldStackRows: rows.expected.Load(), fieldStacklessRows: rows.missing.Load(),
 		"detach_ms": detached.Sub(began).Milliseconds(), "flush_ms": time.Since(detached).Milliseconds(),
 	}).Info("stopped")
 	return err
