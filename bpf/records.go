@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -42,16 +43,24 @@ func (a *recordArray) unmap() error {
 	return syscall.Munmap(a.mem)
 }
 
-// maxTries bounds how often a record being rewritten is read again. A kernel write takes
-// well under a microsecond, so a record still torn after this many copies is skipped for
-// one tick rather than spun on.
-const maxTries = 8
+// A kernel write takes well under a microsecond, so a copy is retried at once a few
+// times; then, in case the writer was interrupted (or shares its CPU with this reader),
+// with short sleeps, for at most about a millisecond. A record still torn after that is
+// skipped for one tick and counted (Tracker.TornReads).
+const (
+	fastTries = 8
+	slowTries = 50
+	slowPause = 20 * time.Microsecond
+)
 
 // load copies record slot consistently: it retries while the kernel's seq says a write
 // was in progress or happened during the copy.
 func (a *recordArray) load(slot uint32, out *Record) bool {
 	r := &a.recs[slot]
-	for range maxTries {
+	for try := range fastTries + slowTries {
+		if try >= fastTries {
+			time.Sleep(slowPause)
+		}
 		seq := atomic.LoadUint32(&r.Seq)
 		if seq&1 != 0 {
 			continue
@@ -133,7 +142,11 @@ func (t *Tracker) Scan(since, tick uint64, fn func(slot uint32, th *state.Thread
 		if since != 0 && t.records.quiet(slot, since) {
 			continue
 		}
-		if !t.records.load(slot, &rec) || rec.Tid == 0 {
+		if !t.records.load(slot, &rec) {
+			t.torn++
+			continue
+		}
+		if rec.Tid == 0 {
 			continue
 		}
 		rec.Thread(&th, tick)
@@ -149,6 +162,10 @@ func (t *Tracker) SetTick(mono uint64) {
 	// never see torn. It cannot fail once loaded (the variable is there, and writable).
 	_ = t.coll.Variables[threadcapVarTickNs].Set(mono)
 }
+
+// TornReads counts records Scan skipped because the kernel side kept rewriting them
+// while they were read.
+func (t *Tracker) TornReads() uint64 { return t.torn }
 
 // Free gives the slot of an exited thread back to the kernel side, for a new thread.
 // Only slots Scan reported in state.Dead may be freed: the kernel never writes them again.

@@ -68,6 +68,7 @@ type Tracker struct {
 	coll    *ebpf.Collection
 	links   []link.Link
 	records *recordArray
+	torn    uint64 // see TornReads
 }
 
 // Open loads the programs, sizes the maps and attaches every hook. On error nothing stays

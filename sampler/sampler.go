@@ -183,10 +183,23 @@ type armedTick struct {
 	mono uint64
 }
 
-// arm tells the kernel side the instant of the tick labelled wall, still to come.
+// arm tells the kernel side the instant of the tick labelled wall, still to come. The
+// monotonic clock is read between two reads of the wall clock, again if the thread was
+// preempted in between: a tick named late or early by a preemption is a row interval
+// that long or short.
 func (s *Sampler) arm(wall time.Time) {
-	mono := s.cfg.Mono()
-	if ahead := wall.Sub(s.cfg.Wall()); ahead > 0 {
+	var mono uint64
+	var ahead time.Duration
+	for range 3 {
+		before := s.cfg.Wall()
+		mono = s.cfg.Mono()
+		after := s.cfg.Wall()
+		ahead = wall.Sub(before.Add(after.Sub(before) / 2))
+		if after.Sub(before) < 20*time.Microsecond {
+			break
+		}
+	}
+	if ahead > 0 {
 		mono += uint64(ahead)
 	}
 	s.src.SetTick(mono)

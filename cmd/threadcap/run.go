@@ -130,9 +130,9 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 	notify(log, "STOPPING=1")
 	stopBg()
 	<-watcher // it reads the tracker's counters
-	lostStacks := uint64(0)
+	lostStacks, unseen := uint64(0), uint64(0)
 	if c, cerr := tracker.Counters(); cerr == nil {
-		lostStacks = c.LostStacks
+		lostStacks, unseen = c.LostStacks, c.UnseenSwitches
 	}
 	// Closed here rather than by the deferred calls (which then do nothing), to log how
 	// long each step of stopping took.
@@ -148,6 +148,7 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 		fieldTicks: st.Ticks, "rows": st.Rows, "skipped_ticks": st.SkippedTicks,
 		"written_rows": writer.WrittenRows(), "dropped_rows": writer.DroppedRows(),
 		fieldLostStacks: lostStacks, fieldStackRows: rows.expected.Load(), fieldStacklessRows: rows.missing.Load(),
+		"unseen_switches": unseen, "torn_reads": tracker.TornReads(),
 		"detach_ms": detached.Sub(began).Milliseconds(), "flush_ms": time.Since(detached).Milliseconds(),
 	}).Info("stopped")
 	return err
