@@ -638,7 +638,8 @@ int BPF_PROG(on_idle, unsigned int state, unsigned int cpu)
 	__u32 zero = 0;
 	__u32 *cs;
 
-	if (state == (unsigned int)-1) /* PWR_EVENT_EXIT: leaving idle */
+	/* Leaving idle (PWR_EVENT_EXIT), or idle injected by a kernel thread, which runs. */
+	if (state == (unsigned int)-1 || bpf_get_current_task_btf()->pid)
 		return 0;
 	cs = bpf_map_lookup_elem(&cpu_slot, &zero);
 	if (cs && *cs) {
