@@ -8,14 +8,14 @@ GO ?= go
 CLANG ?= clang-19
 STRIP ?= llvm-strip-19
 
-.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang vendor-headers bench
+.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang install-postgres vendor-headers bench
 
 build:
 	$(GO) build -o threadcap ./cmd/threadcap
 
 # Everything CI runs. Privileged tests load BPF programs and need root (under CI=true they
 # fail rather than skip). Packages run one at a time (-p 1): their spinners measure CPU shares.
-test: lint check-generated verify-unit
+test: lint check-generated verify-unit install-postgres
 	$(GO) test -race -p 1 -count=1 ./...
 	cd test/duckdb && $(GO) test -count=1 ./...
 	$(MAKE) fuzz
@@ -90,6 +90,12 @@ check-generated: generate
 install-clang:
 	@command -v $(CLANG) >/dev/null && command -v $(STRIP) >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-19 llvm-19 >/dev/null)
+
+# The whole-machine invariant tests (test/invariants) run a throwaway cluster of Debian's
+# PostgreSQL, with pgbench, beside the daemon.
+install-postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1 || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null)
 
 # Refreshes the vendored libbpf headers from Debian's libbpf-dev. Their includes of each
 # other are made local: the BPF objects are compiled with -nostdinc, so a vendored header
