@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package invariants
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/threadcap/threadcap/test/daemontest"
+	"github.com/threadcap/threadcap/test/privileged"
+	"github.com/threadcap/threadcap/test/workload"
+)
+
+const (
+	// recordFor is how long the workloads run beside the daemon.
+	recordFor = 16 * time.Second
+	// patience bounds waits that only a broken build or machine makes long.
+	patience = time.Minute
+)
+
+// TestWholeMachine records every thread on the machine at 10 Hz while a real PostgreSQL
+// serves pgbench, a parallel `go build -a` forks and execs its compilers, and more
+// spinners than CPUs compete beside sleepers and a blocked pipe reader, then checks every
+// row against the invariants, and every thread alive throughout against schedstat.
+func TestWholeMachine(t *testing.T) {
+	privileged.Require(t)
+	pg := startPostgres(t)
+	if out, err := pg.pgbench("-i", "-q", "-s", "5").CombinedOutput(); err != nil {
+		t.Fatalf("pgbench -i: %v\n%s", err, out)
+	}
+	bin, err := daemontest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := machine{cpus: onlineCPUs(t)}
+
+	dir := t.TempDir()
+	notify := filepath.Join(t.TempDir(), "notify")
+	systemd := daemontest.ListenNotify(t, notify)
+	daemonLog := &daemontest.SyncBuffer{}
+	daemon := exec.Command(bin, "run", "--config", "", "--hz", "10", "--all", "--dir", dir, "--log-level", "info")
+	daemon.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify)
+	daemon.Stdout, daemon.Stderr = daemonLog, daemonLog
+	m.daemon = workload.Process(t, daemon)
+	if got := daemontest.Receive(t, systemd, patience); got != "READY=1" {
+		t.Fatalf("threadcap notified %q first, want READY=1\n%s", got, daemonLog)
+	}
+
+	spinners := m.cpus + 2
+	// A spinner holds a P of the Go scheduler while it runs: with as many Ps as CPUs, the
+	// schedstat reader would wait for the runtime to preempt one (10 ms and more), whatever
+	// its priority. With a P for every busy goroutine and more, the kernel alone decides.
+	procs := runtime.GOMAXPROCS(2*spinners + m.cpus)
+	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
+	for range spinners {
+		workload.Spinner(t)
+	}
+	workload.Sleeper(t)
+	workload.Sleeper(t)
+	workload.PipeReader(t)
+	ctx, stopBuilds := context.WithCancel(context.Background())
+	t.Cleanup(stopBuilds)
+	builds := buildChurn(ctx, t)
+	bench := pg.pgbench("-c", "8", "-j", "2", "-T", strconv.Itoa(int(recordFor/time.Second)))
+	benchOut := &daemontest.SyncBuffer{}
+	bench.Stdout, bench.Stderr = benchOut, benchOut
+	workload.Process(t, bench)
+
+	// Schedstat at every whole second from a second in, when every workload runs; the
+	// first and last of them that are ticks the daemon took bound the comparison.
+	begin := time.Now()
+	stealBefore, forksBefore := workload.StealUs(t), forks(t)
+	var instants []time.Time
+	for s := begin.Truncate(time.Second).Add(2 * time.Second); s.Before(begin.Add(recordFor)); s = s.Add(time.Second) {
+		instants = append(instants, s)
+	}
+	snaps := snapshotsAt(instants)
+	steal, forked := workload.StealUs(t)-stealBefore, forks(t)-forksBefore
+
+	daemon.Process.Signal(syscall.SIGTERM)
+	if err := daemon.Wait(); err != nil {
+		t.Fatalf("threadcap run: %v\n%s", err, daemonLog)
+	}
+	stopBuilds()
+	built, buildErr := builds()
+	if buildErr != nil {
+		t.Error(buildErr)
+	}
+	if err := bench.Wait(); err != nil {
+		t.Errorf("pgbench: %v\n%s", err, benchOut)
+	}
+	t.Logf("beside the daemon: %d processes and threads forked, %d complete go builds, pgbench %s; %v stolen by the hypervisor",
+		forked, built, tps(benchOut.String()), time.Duration(steal)*time.Microsecond)
+	if log := strings.TrimSpace(daemonLog.String()); log != "" {
+		t.Logf("threadcap's log:\n%s", log)
+	}
+
+	rec, err := readRecording(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := newIndex(rec)
+	var t1, t2 *cpuSnapshot
+	for i := range snaps {
+		if ix.taken[snaps[i].at.UnixMicro()] {
+			if t1 == nil {
+				t1 = &snaps[i]
+			}
+			t2 = &snaps[i]
+		}
+	}
+	if t1 == nil || t1 == t2 {
+		t.Fatalf("the daemon took fewer than two of the ticks schedstat was read at (%d read, %d ticks taken)", len(snaps), len(rec.ticks))
+	}
+
+	v := violations{}
+	checkCPUsAtTick(ix, m, v)
+	checkCPUTimeAtTick(ix, m, v)
+	compared := checkSchedstat(ix, m, *t1, *t2, v)
+	shareRows, shares := checkStateShares(ix, v)
+	checkTimesAddUp(ix, v)
+	t.Logf("%d rows at %d ticks (%d CPUs); %d threads compared with schedstat over (%s, %s], read at most %v and %v late; "+
+		"%d rows cover a whole interval: %s",
+		len(rec.rows), len(rec.ticks), m.cpus, compared, at(t1.at.UnixMicro()), at(t2.at.UnixMicro()),
+		t1.latest.Round(time.Microsecond), t2.latest.Round(time.Microsecond), shareRows, shares)
+	if len(v) > 0 {
+		t.Errorf("invariants broken over the recording in %s:\n%s", dir, v.summary())
+	}
+}
+
+// onlineCPUs counts the CPUs in /sys/devices/system/cpu/online ("0-3,6").
+func onlineCPUs(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	n := 0
+	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		first, err1 := strconv.Atoi(lo)
+		last, err2 := first, error(nil)
+		if isRange {
+			last, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil {
+			t.Fatalf("/sys/devices/system/cpu/online: %q", b)
+		}
+		n += last - first + 1
+	}
+	return n
+}
+
+// forks is how many processes and threads the machine has created since it booted.
+func forks(t *testing.T) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if n, ok := strings.CutPrefix(line, "processes "); ok {
+			v, err := strconv.ParseUint(n, 10, 64)
+			if err != nil {
+				t.Fatalf("/proc/stat: %q", line)
+			}
+			return v
+		}
+	}
+	t.Fatal("/proc/stat has no processes line")
+	return 0
+}
+
+// tps is pgbench's transactions-per-second line.
+func tps(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "tps") {
+			return line
+		}
+	}
+	return "printed no tps"
+}
