@@ -105,6 +105,7 @@ func (r *Record) Thread(t *state.Thread, tick uint64) {
 		CPU:            int32(v.Cpu),
 		SinceNs:        v.SinceNs,
 		StateNs:        v.StateNs,
+		CPUNs:          v.CpuNs,
 		Voluntary:      uint64(v.Nvcsw),
 		Involuntary:    uint64(v.Nivcsw),
 		Syscall:        v.ScNr,

@@ -188,6 +188,8 @@ static __always_inline void unseen_switch_out(struct record *r, struct task_stru
 	if (now > since && ran < now - since)
 		left = since + ran;
 	enter_state(r, off, left);
+	r->live.cpu_ns += ran;
+	r->exec_ns = task->se.sum_exec_runtime;
 	if (off == TC_RUNNABLE)
 		r->live.nivcsw++;
 	else
@@ -195,8 +197,8 @@ static __always_inline void unseen_switch_out(struct record *r, struct task_stru
 	count(TC_UNSEEN_SWITCHES);
 }
 
-/* Its thread is running, switched in unseen: it has been on CPU for the time the kernel
- * counted since the last switch seen (up to a timer tick stale while it runs). */
+/* Its thread, leaving the CPU, came in unseen: it has been on CPU for the time the kernel
+ * counted since the last switch seen. */
 static __always_inline void unseen_switch_in(struct record *r, struct task_struct *task,
 					     __u64 now)
 {
@@ -269,6 +271,7 @@ static __noinline struct record *record_claim(struct task_struct *task, struct t
 	v->since_ns = now;
 	for (i = 0; i < TC_TIMED_STATES; i++)
 		v->state_ns[i] = 0;
+	v->cpu_ns = 0;
 	v->nvcsw = 0;
 	v->nivcsw = 0;
 	v->sc_nr = TC_NO_SYSCALL;
@@ -349,6 +352,9 @@ static __noinline void left_unseen(__u32 slot, __u64 left, bool lookup)
 		return;
 	}
 	write_begin(r, now);
+	/* The kernel's count is out of reach: the time from the switch-in stands in. */
+	if (left > r->live.since_ns)
+		r->live.cpu_ns += left - r->live.since_ns;
 	enter_state(r, TC_SLEEPING, left);
 	r->live.nvcsw++;
 	write_end(r);
@@ -470,6 +476,8 @@ static __always_inline void switch_out_dead(struct task_struct *prev, __u64 now)
 
 	if (r) {
 		write_begin(r, now);
+		if (r->live.state == TC_ON_CPU)
+			r->live.cpu_ns += prev->se.sum_exec_runtime - r->exec_ns;
 		enter_state(r, TC_DEAD, now);
 		r->live.sc_nr = TC_NO_SYSCALL;
 		write_end(r);
@@ -494,6 +502,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 {
 	__u16 kstack = 0, ustack = 0;
 	struct record *r;
+	__u64 exec;
 	__u8 st;
 
 	if (prev_state & TASK_DEAD) {
@@ -518,7 +527,9 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	write_begin(r, now);
 	if (r->live.state != TC_ON_CPU)
 		unseen_switch_in(r, prev, now);
-	r->exec_ns = prev->se.sum_exec_runtime;
+	exec = prev->se.sum_exec_runtime;
+	r->live.cpu_ns += exec - r->exec_ns;
+	r->exec_ns = exec;
 	r->live.kstack = kstack;
 	r->live.ustack = ustack;
 	enter_state(r, st, now);
@@ -658,9 +669,12 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 
 	if (!r)
 		return 0;
+	/*
+	 * A record not on CPU here missed its switch-in (see unseen_switch_out); it is put
+	 * right at its switch-out, where the kernel's CPU time of the thread is up to date,
+	 * not here, where it can be a timer tick stale.
+	 */
 	write_begin(r, now);
-	if (r->live.state != TC_ON_CPU)
-		unseen_switch_in(r, bpf_get_current_task_btf(), now);
 	r->live.sc_nr = id;
 	r->live.sc_enter_ns = now;
 	r->live.sc_on_cpu_ns = on_cpu_ns_at(r, now);

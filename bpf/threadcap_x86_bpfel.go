@@ -26,7 +26,7 @@ type threadcapRecord struct {
 	Comm     [16]uint8
 	Live     threadcapTcView
 	AtTick   threadcapTcView
-	_        [32]byte
+	_        [16]byte
 }
 
 type threadcapTaskSlot struct {
@@ -60,6 +60,7 @@ const (
 type threadcapTcView struct {
 	_         structs.HostLayout
 	SinceNs   uint64
+	CpuNs     uint64
 	StateNs   [5]uint64
 	ScEnterNs uint64
 	ScOnCpuNs uint64

@@ -14,6 +14,7 @@ import (
 
 // fakeSource holds records by slot, as the kernel side would.
 // fakeSource holds each thread as it is at every tick: it has no view of its own to keep.
+// Its kernel counts CPU time as the clock does, unless a thread says otherwise (CPUNs).
 type fakeSource struct {
 	recs  map[uint32]*state.Thread
 	freed []uint32
@@ -31,6 +32,9 @@ func (f *fakeSource) Scan(since, _ uint64, fn func(uint32, *state.Thread)) {
 		quiet := (th.State == state.Sleeping || th.State == state.Stopped) && th.SinceNs < since
 		if since == 0 || !quiet {
 			c := *th
+			if c.CPUNs == 0 {
+				c.CPUNs = c.StateNs[state.OnCPU]
+			}
 			fn(slot, &c)
 		}
 	}
@@ -268,6 +272,54 @@ func TestNextTickIsAligned(t *testing.T) {
 		now, _ := time.Parse("15:04:05.000", tc.now)
 		if got := nextTick(now, tc.interval).Format("15:04:05.000"); got != tc.want {
 			t.Errorf("nextTick(%s, %v) = %s, want %s", tc.now, tc.interval, got, tc.want)
+		}
+	}
+}
+
+func TestRowsShowTheKernelsCPUTime(t *testing.T) {
+	const ms = 1_000_000
+	r := newRig(t, Filter{All: true})
+	// Woken at 100.2 s, on CPU from 100.3 s to 100.5 s as the switches tell; the kernel
+	// charged it 250 ms, from before its wakeup as far as the switches go.
+	woken := &state.Thread{Tid: 60, Pid: 60, State: state.Sleeping, SinceNs: 99 * sec, StartNs: 1}
+	r.src.recs[1] = woken
+	r.tick(t, 100*sec)
+	*woken = state.Thread{Tid: 60, Pid: 60, State: state.Sleeping, SinceNs: 100*sec + 500*ms, StartNs: 1,
+		StateNs: [state.TimedStates]uint64{200 * ms, 100 * ms, 1200 * ms}, CPUNs: 250 * ms}
+	row := r.tick(t, 101*sec)[60]
+	want := [state.TimedStates]int64{250_000, 50_000, 700_000, 0, 0}
+	if row.StateTimeUs != want {
+		t.Errorf("times = %v, want %v: the kernel's 250 ms on CPU, taken from runnable", row.StateTimeUs, want)
+	}
+}
+
+func TestReconcileCPUCarriesWhatARowCannotShow(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		times         [state.TimedStates]int64
+		kernel, carry int64
+		want          [state.TimedStates]int64
+		wantCarry     int64
+	}{
+		{"agree", [5]int64{100, 0, 900}, 100, 0, [5]int64{100, 0, 900}, 0},
+		{"more, from runnable", [5]int64{100, 50, 850}, 130, 0, [5]int64{130, 20, 850}, 0},
+		{"more, then from sleeping", [5]int64{100, 10, 890}, 130, 0, [5]int64{130, 0, 870}, 0},
+		{"less, to runnable", [5]int64{100, 0, 900}, 90, 0, [5]int64{90, 10, 900}, 0},
+		{"more than the row holds", [5]int64{100, 0, 0}, 150, 0, [5]int64{100, 0, 0}, 50},
+		{"carried in", [5]int64{100, 50, 850}, 100, 20, [5]int64{120, 30, 850}, 0},
+		{"less than the row shows", [5]int64{10, 0, 990}, 0, -30, [5]int64{0, 10, 990}, -30},
+	} {
+		got := tc.times
+		carry := reconcileCPU(&got, tc.kernel, tc.carry)
+		if got != tc.want || carry != tc.wantCarry {
+			t.Errorf("%s: times %v carry %d, want %v carry %d", tc.name, got, carry, tc.want, tc.wantCarry)
+		}
+		var sumIn, sumOut int64
+		for i := range got {
+			sumIn, sumOut = sumIn+tc.times[i], sumOut+got[i]
+		}
+		if sumIn != sumOut {
+			t.Errorf("%s: times add up to %d, were %d", tc.name, sumOut, sumIn)
 		}
 	}
 }

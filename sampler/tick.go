@@ -17,7 +17,10 @@ type snapshot struct {
 	state      state.State
 	sinceNs    uint64
 	stateNs    [state.TimedStates]uint64
+	cpuNs      uint64
 	vol, invol uint64
+	// carry is CPU time the kernel counted that no row could show yet (see reconcileCPU).
+	carry int64
 }
 
 // timesAt is the cumulative time per state at mono. A thread skipped by a scan was asleep
@@ -25,6 +28,38 @@ type snapshot struct {
 func (p *snapshot) timesAt(mono uint64) [state.TimedStates]uint64 {
 	th := state.Thread{State: p.state, SinceNs: p.sinceNs, StateNs: p.stateNs}
 	return th.TimesAt(mono)
+}
+
+// cpuAt is the kernel's count of the thread's CPU time at mono, likewise.
+func (p *snapshot) cpuAt(mono uint64) uint64 {
+	th := state.Thread{State: p.state, SinceNs: p.sinceNs, CPUNs: p.cpuNs}
+	return th.CPUAt(mono)
+}
+
+// reconcileCPU makes a row's on-CPU time the kernel's count of it (kernelUs), which is what
+// schedstat, top and getrusage show. The clock between two sched_switch events and the
+// kernel's count differ by microseconds a switch, and not at random: when a wakeup
+// preempts the running thread, the scheduler skips its clock update and charges the woken
+// thread from an earlier instant, so over a busy second the woken database backends and
+// the spinner they preempt drift apart by a few percent. The difference is taken from the
+// row's waiting times (runnable first), or given to runnable when the kernel counted less;
+// what the row cannot absorb is carried to the thread's next row, so that the row's times
+// still add up to its interval and the sums over many rows are the kernel's.
+func reconcileCPU(t *[state.TimedStates]int64, kernelUs, carry int64) int64 {
+	d := kernelUs - t[state.OnCPU] + carry
+	if d < 0 {
+		give := min(-d, t[state.OnCPU])
+		t[state.OnCPU] -= give
+		t[state.Runnable] += give
+		return d + give
+	}
+	for _, w := range [...]state.State{state.Runnable, state.Sleeping, state.Uninterruptible, state.Stopped} {
+		take := min(d, t[w])
+		t[w] -= take
+		t[state.OnCPU] += take
+		d -= take
+	}
+	return d
 }
 
 // Tick samples once, as of the instant wall: every row shows its thread as it was at that
@@ -100,8 +135,10 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 		s.prev = append(s.prev, snapshot{})
 	}
 	p := &s.prev[slot]
-	if th.StartNs > mono {
-		// Born after the tick: it first shows at the next one, with its whole life so far.
+	if th.StartNs > mono || firstSeenAfter(th, mono) {
+		// Born after the tick, or first seen by the kernel side after it: it first shows
+		// at the next tick, with its whole life, or all of it seen, so far (a thread
+		// seeded from /proc keeps its seeded row at this one).
 		return
 	}
 	known := p.tid == th.Tid && p.startNs == th.StartNs && p.tid != 0
@@ -127,8 +164,15 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 	}
 	*p = snapshot{
 		tid: th.Tid, startNs: th.StartNs, state: th.State, sinceNs: th.SinceNs,
-		stateNs: th.StateNs, vol: th.Voluntary, invol: th.Involuntary,
+		stateNs: th.StateNs, cpuNs: th.CPUNs, vol: th.Voluntary, invol: th.Involuntary,
+		carry: p.carry,
 	}
+}
+
+// firstSeenAfter tells a record the kernel side gave its thread after the instant mono:
+// the view it holds of that instant is its first, from later on, with no time in it.
+func firstSeenAfter(th *state.Thread, mono uint64) bool {
+	return th.SinceNs > mono && th.PrevState == th.State && th.StateNs == [state.TimedStates]uint64{}
 }
 
 // addRow appends th's row if the filter wants it. prev is the thread's snapshot from the
@@ -150,6 +194,8 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 			// Whole microseconds of the cumulative times, so that rows add up exactly.
 			row.StateTimeUs[i] = max(0, int64(times[i]/1000)-int64(before[i]/1000))
 		}
+		kernelUs := int64(th.CPUAt(mono)/1000) - int64(prev.cpuAt(s.prevMono)/1000)
+		prev.carry = reconcileCPU(&row.StateTimeUs, kernelUs, prev.carry)
 		row.Voluntary = int64(th.Voluntary - prev.vol)
 		row.Involuntary = int64(th.Involuntary - prev.invol)
 		busy = busy || row.StateTimeUs[state.OnCPU] > 0 || row.StateTimeUs[state.Runnable] > 0 ||

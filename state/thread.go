@@ -18,6 +18,9 @@ type Thread struct {
 	SinceNs uint64
 	// StateNs is the cumulative time spent in each timed state up to SinceNs.
 	StateNs [TimedStates]uint64
+	// CPUNs is the kernel's own count of the thread's CPU time (se.sum_exec_runtime, what
+	// schedstat shows) over the same span, up to its last switch-out seen.
+	CPUNs uint64
 	// Voluntary and Involuntary count switches off CPU: slept, and preempted or yielded.
 	Voluntary, Involuntary uint64
 	// Syscall is the syscall in progress, NoSyscall when none or unknown.
@@ -62,6 +65,16 @@ func (t *Thread) StateAt(mono uint64) State {
 		return t.PrevState
 	}
 	return t.State
+}
+
+// CPUAt is the kernel's count of the thread's CPU time at now: up to its last switch-out,
+// and the stretch on CPU in progress as the clock measures it.
+func (t *Thread) CPUAt(now uint64) uint64 {
+	ns := t.CPUNs
+	if t.State == OnCPU && t.SinceNs != 0 && now > t.SinceNs {
+		ns += now - t.SinceNs
+	}
+	return ns
 }
 
 // TimesAt is the cumulative time in each timed state at now, counting the stretch in
