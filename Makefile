@@ -10,8 +10,10 @@ STRIP ?= llvm-strip-19
 
 .PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang install-postgres vendor-headers bench
 
+# -buildvcs=auto: the commit goes into the binary for `threadcap version` even where the
+# environment sets GOFLAGS=-buildvcs=false, and a tree without .git still builds.
 build:
-	$(GO) build -o threadcap ./cmd/threadcap
+	$(GO) build -buildvcs=auto -o threadcap ./cmd/threadcap
 
 # Everything CI runs. Privileged tests load BPF programs and need root (under CI=true they
 # fail rather than skip). Packages run one at a time (-p 1): their spinners measure CPU shares.
