@@ -49,7 +49,7 @@ var Columns = []Column{
 	{"syscall_cpu_us", typeBigint, "µs", "Part of syscall_us spent on CPU; empty when none or unknown."},
 	{"syscall_args", typeVarchar, "", "The six raw syscall arguments as lowercase 0x hex, space separated; empty with no syscall."},
 	{"cpu", typeInteger, "", "CPU the thread runs on or last ran on; empty if never seen."},
-	{"on_cpu_us", typeBigint, "µs", "Time on CPU since the previous tick; empty for a seeded thread."},
+	{"on_cpu_us", typeBigint, "µs", "Time on CPU since the previous tick, as the kernel counts it (what schedstat, top and getrusage show); empty for a seeded thread."},
 	{"runnable_us", typeBigint, "µs", "Time waiting for a CPU since the previous tick; empty for a seeded thread."},
 	{"sleeping_us", typeBigint, "µs", "Time in interruptible sleep since the previous tick; empty for a seeded thread."},
 	{"uninterruptible_us", typeBigint, "µs", "Time in uninterruptible sleep (D) since the previous tick; empty for a seeded thread."},
