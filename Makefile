@@ -115,7 +115,7 @@ vendor-headers:
 BENCH_OUT ?= bench-results.md
 bench:
 	@mkdir -p .bench
-	$(GO) build -o .bench/threadcap ./cmd/threadcap
+	$(GO) build -buildvcs=auto -o .bench/threadcap ./cmd/threadcap
 	CGO_ENABLED=0 $(GO) build -o .bench/bench ./test/bench
 	.bench/bench --daemon .bench/threadcap --out $(BENCH_OUT) $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -cpu 1 ./output/

@@ -18,29 +18,59 @@ import (
 type Record = threadcapRecord
 
 // recordArray is the records map seen in place through mmap: reading a record is a memory
-// copy, not a syscall, whatever the number of threads.
+// copy, not a syscall, whatever the number of threads. Only the slots handed out so far
+// are mapped (see cover): a mapping is resident as a whole, and the array is sized for
+// the most threads the machine may ever run (24 MiB at the default capacity).
 type recordArray struct {
+	m    *ebpf.Map
 	mem  []byte
-	recs []Record
+	recs []Record // the mapped slots
 }
 
+// minMapped is the fewest slots mapped: a small machine's threads, mapped once.
+const minMapped = 1024
+
 func mapRecords(m *ebpf.Map) (*recordArray, error) {
-	n := int(m.MaxEntries())
-	size := n * int(unsafe.Sizeof(Record{}))
 	if int(m.ValueSize()) != int(unsafe.Sizeof(Record{})) {
 		return nil, fmt.Errorf("record is %d bytes in the kernel object but %d in Go",
 			m.ValueSize(), unsafe.Sizeof(Record{}))
 	}
-	mem, err := syscall.Mmap(m.FD(), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("mapping the records: %w", err)
+	a := &recordArray{m: m}
+	return a, a.cover(minMapped)
+}
+
+// cover maps at least the first n slots (up to the array's capacity), doubling the
+// mapping as threads are added, so that it grows a few times in a run, not every tick.
+func (a *recordArray) cover(n uint32) error {
+	capacity := a.m.MaxEntries()
+	if int(min(n, capacity)) <= len(a.recs) {
+		return nil
 	}
-	recs := unsafe.Slice((*Record)(unsafe.Pointer(&mem[0])), n)
-	return &recordArray{mem: mem, recs: recs}, nil
+	want := uint32(minMapped)
+	for want < n {
+		want *= 2
+	}
+	want = min(want, capacity)
+	mem, err := syscall.Mmap(a.m.FD(), 0, int(want)*int(unsafe.Sizeof(Record{})),
+		syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mapping %d records: %w", want, err)
+	}
+	if err := a.unmap(); err != nil {
+		_ = syscall.Munmap(mem)
+		return err
+	}
+	a.mem, a.recs = mem, unsafe.Slice((*Record)(unsafe.Pointer(&mem[0])), want)
+	return nil
 }
 
 func (a *recordArray) unmap() error {
-	return syscall.Munmap(a.mem)
+	if a.mem == nil {
+		return nil
+	}
+	err := syscall.Munmap(a.mem)
+	a.mem, a.recs = nil, nil
+	return err
 }
 
 // A kernel write takes well under a microsecond, so a copy is retried at once a few
@@ -122,13 +152,18 @@ func (r *Record) Thread(t *state.Thread, tick uint64) {
 	}
 }
 
-// Slots is the number of slots ever handed out: every record lives below it.
+// Slots is the number of slots ever handed out and mapped: every record lives below it.
+// A mapping that cannot grow leaves the slots above it unread and is counted as torn.
 func (t *Tracker) Slots() uint32 {
 	var used uint64
 	if err := t.coll.Variables[threadcapVarSlotsUsed].Get(&used); err != nil {
-		return t.Capacity()
+		used = uint64(t.Capacity())
 	}
-	return uint32(min(used, uint64(t.Capacity())))
+	n := uint32(min(used, uint64(t.Capacity())))
+	if err := t.records.cover(n); err != nil {
+		t.torn += uint64(n) - uint64(len(t.records.recs))
+	}
+	return min(n, uint32(len(t.records.recs)))
 }
 
 // Scan calls fn with every tracked thread as it was at tick (see SetTick), except those
@@ -165,7 +200,7 @@ func (t *Tracker) SetTick(mono uint64) {
 }
 
 // TornReads counts records Scan skipped because the kernel side kept rewriting them
-// while they were read.
+// while they were read, or because the mapping could not grow to them.
 func (t *Tracker) TornReads() uint64 { return t.torn }
 
 // Free gives the slot of an exited thread back to the kernel side, for a new thread.

@@ -169,7 +169,7 @@ func explain(err error) error {
 }
 
 // Capacity is how many threads the record array holds.
-func (t *Tracker) Capacity() uint32 { return uint32(len(t.records.recs)) }
+func (t *Tracker) Capacity() uint32 { return t.records.m.MaxEntries() }
 
 // Close detaches every program and frees the maps. It may be called on a nil or partly
 // opened Tracker, and returns every error met.
