@@ -39,8 +39,9 @@ __u64 slots_used = 0;
  */
 __u64 tick_ns = 0;
 
-extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym;
-extern void bpf_task_release(struct task_struct *p) __ksym;
+/* Kernel 6.2 and newer; weak, so that older kernels load without them (see left_unseen). */
+extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym __weak;
+extern void bpf_task_release(struct task_struct *p) __ksym __weak;
 
 /* The records, indexed by slot. Sized at load time; user space mmaps it. */
 struct {
@@ -340,7 +341,7 @@ static __noinline void left_unseen(__u32 slot, __u64 left, bool lookup)
 	now = bpf_ktime_get_ns();
 	if (left > now)
 		left = now;
-	if (lookup)
+	if (lookup && bpf_task_from_pid && bpf_task_release)
 		task = bpf_task_from_pid(r->tid);
 	if (task) {
 		if (task->start_time == r->start_ns && !task->on_cpu) {
