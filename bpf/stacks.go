@@ -42,18 +42,29 @@ const (
 	MaxStackEntries     = 0xfffe
 )
 
-// stackStates is the stack_states bit mask for a mode.
-func stackStates(m StackMode) (uint8, error) {
+// States are the states at whose switch-outs mode m captures a thread's stacks: the rows
+// that should carry a kernel stack are those off CPU in one of them. None for StacksOff or
+// an unknown mode.
+func (m StackMode) States() []state.State {
 	switch m {
 	case StacksUninterruptible:
-		return 1 << state.Uninterruptible, nil
+		return []state.State{state.Uninterruptible}
 	case StacksOffCPU:
-		return 1<<state.Uninterruptible | 1<<state.Sleeping, nil
-	case StacksOff:
-		return 0, nil
+		return []state.State{state.Uninterruptible, state.Sleeping}
 	}
-	_, err := ParseStackMode(string(m))
-	return 0, err
+	return nil
+}
+
+// stackStates is the stack_states bit mask for a mode.
+func stackStates(m StackMode) (uint8, error) {
+	if _, err := ParseStackMode(string(m)); err != nil {
+		return 0, err
+	}
+	var mask uint8
+	for _, st := range m.States() {
+		mask |= 1 << st
+	}
+	return mask, nil
 }
 
 // configureStacks sizes the stack map and sets what is captured. With stacks off the map

@@ -50,15 +50,7 @@ type stackRows struct {
 // newStackRows counts the stack rows of what is written to sink, for stacks captured in
 // mode.
 func newStackRows(sink sampler.Sink, mode bpf.StackMode) *stackRows {
-	// The states bpf's stack modes capture at (its stack_states mask).
-	var captured []state.State
-	switch mode {
-	case bpf.StacksUninterruptible:
-		captured = []state.State{state.Uninterruptible}
-	case bpf.StacksOffCPU:
-		captured = []state.State{state.Uninterruptible, state.Sleeping}
-	}
-	return &stackRows{Sink: sink, captured: captured}
+	return &stackRows{Sink: sink, captured: mode.States()}
 }
 
 func (r *stackRows) Write(tick time.Time, rows []state.Sample) error {
