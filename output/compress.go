@@ -13,18 +13,20 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
+
+	"github.com/threadcap/threadcap/output/hourfile"
 )
 
 // compressHour replaces a closed hour's .csv with its compressed copy. The copy is written
 // under a .tmp name and synced before it is renamed, and the .csv is removed only after
 // that, so a crash at any point leaves one complete copy of every row.
 func (w *Writer) compressHour(ctx context.Context, h hourEntry) {
-	src := filepath.Join(w.cfg.Dir, h.name)
-	suffix := suffixGzip
+	src := h.Path
+	suffix := hourfile.Gzip
 	if w.cfg.Compress == CompressZstd {
-		suffix = suffixZstd
+		suffix = hourfile.Zstd
 	}
-	dst := filepath.Join(w.cfg.Dir, kindOf(h.name).name(h.hour, suffix))
+	dst := filepath.Join(w.cfg.Dir, h.Kind.Name(h.Hour, suffix))
 	log := w.log.WithField(fieldFile, src)
 	if _, err := os.Lstat(dst); err == nil {
 		// Only a clock that went back a whole hour gets here; keeping both is safe.
@@ -57,7 +59,7 @@ func (w *Writer) compressFile(ctx context.Context, src, dst string) (err error) 
 		return err
 	}
 	defer in.Close()
-	tmp := dst + suffixTmp
+	tmp := dst + hourfile.Tmp
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/test/privileged"
 )
 
@@ -68,7 +69,7 @@ func TestDiskFull(t *testing.T) {
 				}
 				f.write()
 			}
-			path := filepath.Join(dir, hourName(hour, suffixCSV))
+			path := filepath.Join(dir, hourfile.Samples.Name(hour, hourfile.CSV))
 			before := modTime(t, path)
 			time.Sleep(20 * time.Millisecond) // past the file system's timestamp granularity
 			for range 5 {
@@ -96,13 +97,13 @@ func TestDiskFull(t *testing.T) {
 			for _, rec := range readCSV(t, path)[1:] {
 				withRows[rec[0]] = true
 			}
-			ticks := readCSV(t, filepath.Join(dir, tickFiles.name(hour, suffixCSV)))[1:]
+			ticks := readCSV(t, filepath.Join(dir, hourfile.Ticks.Name(hour, hourfile.CSV)))[1:]
 			for _, rec := range ticks {
 				if !withRows[rec[0]] {
 					t.Errorf("tick %s is in the ticks file, but its rows were dropped", rec[0])
 				}
 			}
-			if last := f.tick.Local().Format(timeLayout); len(ticks) == 0 || ticks[len(ticks)-1][0] != last {
+			if last := f.tick.Local().Format(hourfile.TimeLayout); len(ticks) == 0 || ticks[len(ticks)-1][0] != last {
 				t.Errorf("the tick after space was freed (%s) is not the ticks file's last: %v", last, ticks)
 			}
 			if n := countLogs(hook, logrus.WarnLevel, "out of disk space: dropping rows until space is freed"); n != 1 {

@@ -4,52 +4,26 @@ package output
 
 import (
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/state"
 )
-
-// timeLayout is RFC 3339 with exactly six fractional digits and a numeric offset. A fixed
-// width keeps rows aligned for the eye and sortable as text; "-07:00" rather than "Z07:00"
-// writes +00:00 instead of Z on UTC hosts, so every row has the same shape.
-const timeLayout = "2006-01-02T15:04:05.000000-07:00"
-
-// plain marks the bytes a text field may hold as they are: printable ASCII other than the
-// comma and the double quote. Everything else takes the slow path, which quotes or replaces.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < 0x7f; c++ {
-		t[c] = c != ',' && c != '"'
-	}
-	return t
-}()
 
 // AppendCSV appends s as one CSV row in the layout of Columns, newline included, and returns
 // the extended buffer. It does not allocate.
 //
-// Text fields are written so that every row reads back with any RFC 4180 reader and is safe
-// to open in a spreadsheet:
-//   - a field is quoted only when it must be (comma, double quote, LF, or a leading or
-//     trailing space), so that grep for a plain name matches the raw file;
-//   - control characters other than tab and LF become their Unicode control pictures (ESC
-//     is written ␛, CR ␍, NUL ␀, DEL ␡): a DBA who cats a file runs no escape sequence a
-//     thread chose for its name, a CR cannot hide the start of a line, and a NUL never
-//     appears, as it marks the zero-filled tail a crash can leave (see hourfile.go);
-//   - invalid UTF-8 and the C1 controls U+0080-U+009F (which some terminals also obey)
-//     become U+FFFD, because DuckDB rejects invalid UTF-8 and C1 has no control pictures;
-//   - a value starting with = + - @ or tab gets a leading ', which spreadsheets take as
-//     "this is text" instead of running it as a formula. A value that itself starts with '
-//     gets one too, so the rule reverses exactly: drop one leading ' if there is one.
-//     grep still finds such a value by any part of it.
+// Text fields are written by hourfile.AppendText, whose rules make every row read back with
+// any RFC 4180 reader and safe to open in a spreadsheet.
 func AppendCSV(dst []byte, s *state.Sample) []byte {
-	dst = s.Time.Local().AppendFormat(dst, timeLayout)
+	dst = s.Time.Local().AppendFormat(dst, hourfile.TimeLayout)
 	dst = appendInt(append(dst, ','), int64(s.Pid))
 	dst = appendInt(append(dst, ','), int64(s.Tid))
-	dst = appendText(append(dst, ','), s.Process)
-	dst = appendText(append(dst, ','), s.Thread)
-	dst = appendText(append(dst, ','), s.User)
-	dst = appendText(append(dst, ','), s.State.String())
+	dst = hourfile.AppendText(append(dst, ','), s.Process)
+	dst = hourfile.AppendText(append(dst, ','), s.Thread)
+	dst = hourfile.AppendText(append(dst, ','), s.User)
+	dst = hourfile.AppendText(append(dst, ','), s.State.String())
 	dst = appendInt(append(dst, ','), s.StateUs)
-	dst = appendText(append(dst, ','), s.Syscall)
+	dst = hourfile.AppendText(append(dst, ','), s.Syscall)
 	dst = appendInt(append(dst, ','), s.SyscallUs)
 	dst = appendInt(append(dst, ','), s.SyscallCPUUs)
 	dst = append(dst, ',')
@@ -67,18 +41,18 @@ func AppendCSV(dst []byte, s *state.Sample) []byte {
 	}
 	dst = appendInt(append(dst, ','), s.Voluntary)
 	dst = appendInt(append(dst, ','), s.Involuntary)
-	dst = appendText(append(dst, ','), s.Exe)
+	dst = hourfile.AppendText(append(dst, ','), s.Exe)
 	dst = strconv.AppendBool(append(dst, ','), s.Seeded)
-	dst = appendText(append(dst, ','), s.Wchan)
-	dst = appendText(append(dst, ','), s.Cgroup)
-	dst = appendText(append(dst, ','), s.FdTarget)
+	dst = hourfile.AppendText(append(dst, ','), s.Wchan)
+	dst = hourfile.AppendText(append(dst, ','), s.Cgroup)
+	dst = hourfile.AppendText(append(dst, ','), s.FdTarget)
 	dst = append(dst, ',')
 	if s.KernelStack != nil {
-		dst = appendText(dst, s.KernelStack.Hash)
+		dst = hourfile.AppendText(dst, s.KernelStack.Hash)
 	}
 	dst = append(dst, ',')
 	if s.UserStack != nil {
-		dst = appendText(dst, s.UserStack.Hash)
+		dst = hourfile.AppendText(dst, s.UserStack.Hash)
 	}
 	return append(dst, '\n')
 }
@@ -89,89 +63,4 @@ func appendInt(dst []byte, v int64) []byte {
 		return dst
 	}
 	return strconv.AppendInt(dst, v, 10)
-}
-
-// The Unicode block "Control Pictures" has a visible symbol for each C0 control, at
-// U+2400 plus its code, and one for DEL.
-const (
-	controlPictures = '\u2400'
-	pictureDEL      = '\u2421'
-)
-
-// appendText writes one text field, escaped as AppendCSV documents.
-func appendText(dst []byte, v string) []byte {
-	if v == "" {
-		return dst
-	}
-	formula := needsFormulaGuard(v[0])
-	if !formula && v[0] != ' ' && v[len(v)-1] != ' ' && allPlain(v) {
-		return append(dst, v...)
-	}
-	quote := v[0] == ' ' || v[len(v)-1] == ' ' || needsQuotes(v)
-	if quote {
-		dst = append(dst, '"')
-	}
-	if formula {
-		dst = append(dst, '\'')
-	}
-	for i := 0; i < len(v); {
-		c := v[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"':
-				dst = append(dst, '"', '"')
-			case c == '\t' || c == '\n':
-				dst = append(dst, c)
-			case c < 0x20:
-				dst = utf8.AppendRune(dst, controlPictures+rune(c))
-			case c == 0x7f:
-				dst = utf8.AppendRune(dst, pictureDEL)
-			default:
-				dst = append(dst, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(v[i:])
-		if (r == utf8.RuneError && size == 1) || (r >= 0x80 && r < 0xa0) {
-			dst = utf8.AppendRune(dst, utf8.RuneError)
-		} else {
-			dst = append(dst, v[i:i+size]...)
-		}
-		i += size
-	}
-	if quote {
-		dst = append(dst, '"')
-	}
-	return dst
-}
-
-// needsFormulaGuard reports whether a value starting with c would be run as a formula by
-// Excel or LibreOffice (the OWASP "CSV injection" list, less CR, which never reaches the
-// file), or starts with the guard itself.
-func needsFormulaGuard(c byte) bool {
-	switch c {
-	case '=', '+', '-', '@', '\t', '\'':
-		return true
-	}
-	return false
-}
-
-func allPlain(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if !plain[v[i]] {
-			return false
-		}
-	}
-	return true
-}
-
-func needsQuotes(v string) bool {
-	for i := 0; i < len(v); i++ {
-		switch v[i] {
-		case ',', '"', '\n':
-			return true
-		}
-	}
-	return false
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -194,7 +195,7 @@ func FuzzAppendCSV(f *testing.F) {
 		for name, in := range map[string]string{"process": process, "thread": thread, "user": user,
 			"syscall": syscall, "exe": exe, "wchan": wchan} {
 			got := rec[column(t, name)]
-			if got != "" && got[0] != '\'' && needsFormulaGuard(got[0]) {
+			if got != "" && got[0] != '\'' && hourfile.NeedsGuard(got[0]) {
 				t.Errorf("%s %q would run as a formula", name, got)
 			}
 			if want := visible(in); unguard(got) != want {

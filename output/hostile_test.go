@@ -11,6 +11,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
+
+	"github.com/threadcap/threadcap/output/hourfile"
 )
 
 // TestPlantedHourFileIsNotFollowed plants, under the current hour's name, what another
@@ -46,7 +48,7 @@ func TestPlantedHourFileIsNotFollowed(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			dir, elsewhere := t.TempDir(), t.TempDir()
 			outside := filepath.Join(elsewhere, "target")
-			path := filepath.Join(dir, hourName(hour, suffixCSV))
+			path := filepath.Join(dir, hourfile.Samples.Name(hour, hourfile.CSV))
 			p.plant(t, path, outside)
 			before, _ := os.ReadFile(outside)
 
@@ -75,7 +77,7 @@ func TestPlantedHourFileIsNotFollowed(t *testing.T) {
 			if n := len(readCSV(t, path)) - 1; n != 3 {
 				t.Errorf("hour file holds %d rows, want 3", n)
 			}
-			aside := filepath.Join(dir, hourName(hour, suffixNotAFile))
+			aside := filepath.Join(dir, hourfile.Samples.Name(hour, hourfile.NotAFile))
 			if _, err := os.Lstat(aside); err != nil {
 				t.Errorf("the planted file was not kept as %s: %v", aside, err)
 			}
@@ -103,7 +105,7 @@ func TestPlantedTmpFileIsNotFollowed(t *testing.T) {
 	if err := w.Write(hour, mysqlRows(hour, 1, 2)); err != nil {
 		t.Fatal(err)
 	}
-	tmp := filepath.Join(dir, hourName(hour, suffixGzip+suffixTmp))
+	tmp := filepath.Join(dir, hourfile.Samples.Name(hour, hourfile.Gzip+hourfile.Tmp))
 	if err := os.Symlink(outside, tmp); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func TestPlantedTmpFileIsNotFollowed(t *testing.T) {
 	if err := w.Write(next, mysqlRows(next, 3, 1)); err != nil {
 		t.Fatal(err)
 	}
-	gz := filepath.Join(dir, hourName(hour, suffixGzip))
+	gz := filepath.Join(dir, hourfile.Samples.Name(hour, hourfile.Gzip))
 	waitFor(t, func() bool { _, err := os.Stat(gz); return err == nil })
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -136,7 +138,7 @@ func TestDeletedDirIsRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	path := filepath.Join(dir, hourName(hour, suffixCSV))
+	path := filepath.Join(dir, hourfile.Samples.Name(hour, hourfile.CSV))
 	tick := hour
 	write := func() {
 		t.Helper()
@@ -175,24 +177,6 @@ func TestDeletedDirIsRecreated(t *testing.T) {
 	if !hasLog(hook, logrus.WarnLevel, "hour file was deleted") {
 		t.Error("restarting the deleted hour file was not logged")
 	}
-}
-
-// FuzzParseHourName checks that a name is taken as threadcap's only if threadcap would
-// write exactly that name, so that retention never deletes a file it did not write.
-func FuzzParseHourName(f *testing.F) {
-	f.Add("threadcap_samples_2026-11-21T14Z.csv")
-	f.Add("threadcap_samples_2026-11-21T14Z.csv.gz.tmp")
-	f.Add("threadcap_samples_2026-02-30T24Z.csv")
-	f.Add("threadcap_samples_+2026-11-21T4Z.csv")
-	f.Fuzz(func(t *testing.T, name string) {
-		hour, suffix, ok := parseHourName(name)
-		if !ok {
-			return
-		}
-		if again := hourName(hour, suffix); again != name {
-			t.Errorf("parseHourName(%q) = %v, %q: threadcap would name that %q", name, hour, suffix, again)
-		}
-	})
 }
 
 // hasLog reports whether an entry at level has a message containing part.

@@ -9,81 +9,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/threadcap/threadcap/output/hourfile"
 )
 
-// File names are threadcap_samples_<UTC hour>Z<suffix>, for example
-// threadcap_samples_2026-11-21T14Z.csv. The hour is UTC so that names sort chronologically
-// as text and never repeat when the local clock falls back an hour, and the same name means
-// the same hour on servers in different time zones. Rows inside still carry local time.
-//
-// Each hour's stacks, which rows refer to by hash, go to threadcap_stacks_<UTC hour>Z<suffix>,
-// and the times of its ticks, rows or not, to threadcap_ticks_<UTC hour>Z<suffix>; both are
-// rotated, compressed and deleted like the samples.
-const (
-	namePrefix   = "threadcap_samples_"
-	stacksPrefix = "threadcap_stacks_"
-	ticksPrefix  = "threadcap_ticks_"
-	hourLayout   = "2006-01-02T15Z"
-	suffixCSV    = ".csv"
-	suffixGzip   = ".csv.gz"
-	suffixZstd   = ".csv.zst"
-	suffixTmp    = ".tmp"
-	// suffixOtherSchema is given to a current-hour file found with a header threadcap does
-	// not write (another schema version), so that new rows never go under the wrong header.
-	suffixOtherSchema = ".csv.other-schema"
-	// suffixNotAFile is given to a symlink, FIFO or device found under an hour file's name.
-	suffixNotAFile = ".csv.not-a-file"
-)
-
-// fileKind is one series of hour files: the samples, the stacks they refer to, or the
-// ticks.
-type fileKind struct {
-	prefix, header string
-}
-
-var (
-	sampleFiles = fileKind{namePrefix, header}
-	stackFiles  = fileKind{stacksPrefix, stacksHeader}
-	tickFiles   = fileKind{ticksPrefix, ticksHeader}
-)
-
-// name is the file name for the hour starting at hour, with suffix.
-func (k fileKind) name(hour time.Time, suffix string) string {
-	return k.prefix + hour.UTC().Format(hourLayout) + suffix
-}
-
-// hourName is the samples file name for the hour starting at hour, with suffix.
-func hourName(hour time.Time, suffix string) string {
-	return sampleFiles.name(hour, suffix)
-}
-
-// kindOf is the series a file name threadcap wrote belongs to.
-func kindOf(name string) fileKind {
-	switch {
-	case strings.HasPrefix(name, stacksPrefix):
-		return stackFiles
-	case strings.HasPrefix(name, ticksPrefix):
-		return tickFiles
-	}
-	return sampleFiles
-}
-
-// parseHourName is the inverse of fileKind.name; ok is false for files threadcap did not
-// name.
-func parseHourName(name string) (hour time.Time, suffix string, ok bool) {
-	rest, found := strings.CutPrefix(name, kindOf(name).prefix)
-	if !found || len(rest) < len(hourLayout) {
-		return time.Time{}, "", false
-	}
-	hour, err := time.Parse(hourLayout, rest[:len(hourLayout)])
-	if err != nil {
-		return time.Time{}, "", false
-	}
-	return hour, rest[len(hourLayout):], true
+// Hour files are named, listed and told apart by package hourfile. Each kind of file
+// starts with its header.
+var headers = map[hourfile.Kind]string{
+	hourfile.Samples: header,
+	hourfile.Stacks:  stacksHeader,
+	hourfile.Ticks:   ticksHeader,
 }
 
 // hourFile is the file rows of the current hour are appended to.
@@ -117,22 +55,22 @@ type openReport struct {
 // an hour file's name (O_NOFOLLOW, then fstat) is moved aside like a file with another
 // header, so that rows, a chmod or a chown never reach whatever it points to.
 func openHourFile(dir string, hour time.Time, mode os.FileMode, gid int) (*hourFile, openReport, error) {
-	return openKindFile(sampleFiles, dir, hour, mode, gid)
+	return openKindFile(hourfile.Samples, dir, hour, mode, gid)
 }
 
 // openKindFile is openHourFile for the files of kind.
-func openKindFile(kind fileKind, dir string, hour time.Time, mode os.FileMode, gid int) (*hourFile, openReport, error) {
-	path := filepath.Join(dir, kind.name(hour, suffixCSV))
+func openKindFile(kind hourfile.Kind, dir string, hour time.Time, mode os.FileMode, gid int) (*hourFile, openReport, error) {
+	path := filepath.Join(dir, kind.Name(hour, hourfile.CSV))
 	hf, err := createHourFile(dir, path, hour, mode, gid)
 	if !errors.Is(err, os.ErrExist) {
 		return hf, openReport{created: err == nil}, err
 	}
 	var rep openReport
-	hf, aside, err := reopenHourFile(path, kind.header, hour, &rep)
+	hf, aside, err := reopenHourFile(path, headers[kind], hour, &rep)
 	if err != nil || aside == "" {
 		return hf, rep, err
 	}
-	rep.setAside = filepath.Join(dir, kind.name(hour, aside))
+	rep.setAside = filepath.Join(dir, kind.Name(hour, aside))
 	if err := os.Rename(path, rep.setAside); err != nil {
 		return nil, rep, fmt.Errorf("moving aside %s: %w; remove it", path, err)
 	}
@@ -164,7 +102,7 @@ func createHourFile(dir, path string, hour time.Time, mode os.FileMode, gid int)
 func reopenHourFile(path, header string, hour time.Time, rep *openReport) (*hourFile, string, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW, 0)
 	if errors.Is(err, unix.ELOOP) {
-		return nil, suffixNotAFile, nil
+		return nil, hourfile.NotAFile, nil
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("opening %s: %w", path, err)
@@ -176,7 +114,7 @@ func reopenHourFile(path, header string, hour time.Time, rep *openReport) (*hour
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, suffixNotAFile, nil
+		return nil, hourfile.NotAFile, nil
 	}
 	size, end, known, err := completeRows(f, header)
 	switch {
@@ -185,7 +123,7 @@ func reopenHourFile(path, header string, hour time.Time, rep *openReport) (*hour
 		return nil, "", fmt.Errorf("reading %s: %w", path, err)
 	case !known:
 		f.Close()
-		return nil, suffixOtherSchema, nil
+		return nil, hourfile.OtherSchema, nil
 	}
 	if end < size {
 		if err := f.Truncate(end); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/state"
 	"github.com/threadcap/threadcap/test/privileged"
 )
@@ -108,28 +109,11 @@ func TestFileWithAnotherHeaderIsSetAside(t *testing.T) {
 	}
 }
 
-func TestHourNames(t *testing.T) {
-	tests := []struct {
-		hour time.Time
-		want string
-	}{
-		{time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC), "threadcap_samples_2026-11-21T14Z.csv"},
-		{time.Date(2026, 11, 1, 1, 30, 0, 0, newYork), "threadcap_samples_2026-11-01T05Z.csv"},
-		{time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("UTC+14", 14*3600)), "threadcap_samples_2025-12-31T10Z.csv"},
-	}
-	for _, tt := range tests {
-		got := hourName(tt.hour.Truncate(time.Hour), suffixCSV)
-		if got != tt.want {
-			t.Errorf("hourName(%v) = %s, want %s", tt.hour, got, tt.want)
-		}
-		hour, suffix, ok := parseHourName(got)
-		if !ok || suffix != suffixCSV || !hour.Equal(tt.hour.Truncate(time.Hour)) {
-			t.Errorf("parseHourName(%s) = %v, %q, %v", got, hour, suffix, ok)
-		}
-	}
-	for _, name := range []string{"threadcap_samples_2026-11-21T14.csv", "other_2026-11-21T14Z.csv", "threadcap_samples_"} {
-		if _, _, ok := parseHourName(name); ok {
-			t.Errorf("parseHourName(%s) accepted a name threadcap does not write", name)
+// TestEveryKindHasAHeader keeps a new kind of hour file from being written headerless.
+func TestEveryKindHasAHeader(t *testing.T) {
+	for _, k := range hourfile.Kinds() {
+		if headers[k] == "" {
+			t.Errorf("no header for %sfiles", k.Prefix())
 		}
 	}
 }
@@ -151,7 +135,7 @@ func TestNewFilesGetModeAndGroup(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for path, mode := range map[string]os.FileMode{dir: 0o750 | os.ModeDir, filepath.Join(dir, hourName(tick.Truncate(time.Hour), suffixCSV)): 0o640} {
+	for path, mode := range map[string]os.FileMode{dir: 0o750 | os.ModeDir, filepath.Join(dir, hourfile.Samples.Name(tick.Truncate(time.Hour), hourfile.CSV)): 0o640} {
 		fi, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -88,12 +89,18 @@ func mysqlRows(tick time.Time, firstTid int32, n int) []state.Sample {
 func readCSV(t testing.TB, path string) [][]string {
 	t.Helper()
 	r := csv.NewReader(bytes.NewReader(readPlain(t, path)))
-	r.FieldsPerRecord = strings.Count(kindOf(filepath.Base(path)).header, ",") + 1
+	r.FieldsPerRecord = strings.Count(kindHeader(filepath.Base(path)), ",") + 1
 	records, err := r.ReadAll()
 	if err != nil {
 		t.Fatalf("%s does not parse as CSV: %v", path, err)
 	}
 	return records
+}
+
+// kindHeader is the header of the hour file named name.
+func kindHeader(name string) string {
+	n, _ := hourfile.Parse(name)
+	return headers[n.Kind]
 }
 
 // readPlain is the uncompressed content of an hour file.

@@ -5,13 +5,13 @@ package output
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/threadcap/threadcap/output/hourfile"
 )
 
 // Linux I/O priority for ioprio_set(2); x/sys/unix does not define these.
@@ -75,31 +75,24 @@ func (w *Writer) currentHour() time.Time {
 
 // hourEntry is one of threadcap's files in the directory.
 type hourEntry struct {
-	name   string
-	hour   time.Time
-	suffix string
-	size   int64
+	hourfile.File
+	size int64
 }
 
 // listHours lists threadcap's files, oldest hour first.
 func (w *Writer) listHours() ([]hourEntry, error) {
-	des, err := os.ReadDir(w.cfg.Dir)
+	files, err := hourfile.List(w.cfg.Dir)
 	if err != nil {
 		return nil, err
 	}
-	var hours []hourEntry
-	for _, de := range des {
-		hour, suffix, ok := parseHourName(de.Name())
-		if !ok || !de.Type().IsRegular() {
-			continue
-		}
-		fi, err := de.Info()
+	hours := make([]hourEntry, 0, len(files))
+	for _, f := range files {
+		fi, err := os.Lstat(f.Path)
 		if err != nil {
-			continue // removed since ReadDir
+			continue // removed since it was listed
 		}
-		hours = append(hours, hourEntry{name: de.Name(), hour: hour, suffix: suffix, size: fi.Size()})
+		hours = append(hours, hourEntry{File: f, size: fi.Size()})
 	}
-	sort.SliceStable(hours, func(i, j int) bool { return hours[i].hour.Before(hours[j].hour) })
 	return hours, nil
 }
 
@@ -116,7 +109,7 @@ func (w *Writer) maintain(ctx context.Context) {
 	}
 	if w.cfg.Compress != CompressNone {
 		for _, h := range hours {
-			if h.suffix == suffixCSV && h.hour.Before(current) {
+			if h.Suffix == hourfile.CSV && h.Hour.Before(current) {
 				if ctx.Err() != nil {
 					return
 				}
@@ -136,25 +129,25 @@ func (w *Writer) maintain(ctx context.Context) {
 func (w *Writer) applyRetention(hours []hourEntry, current time.Time) {
 	var total int64
 	for _, h := range hours {
-		if !strings.HasSuffix(h.suffix, suffixTmp) {
+		if !strings.HasSuffix(h.Suffix, hourfile.Tmp) {
 			total += h.size
 		}
 	}
 	cutoff := w.cfg.Clock().Add(-w.cfg.MaxAge)
 	for _, h := range hours {
-		if !h.hour.Before(current) || strings.HasSuffix(h.suffix, suffixTmp) {
+		if !h.Hour.Before(current) || strings.HasSuffix(h.Suffix, hourfile.Tmp) {
 			continue
 		}
 		var reason string
 		switch {
-		case w.cfg.MaxAge > 0 && !h.hour.Add(time.Hour).After(cutoff):
+		case w.cfg.MaxAge > 0 && !h.Hour.Add(time.Hour).After(cutoff):
 			reason = "older than max age"
 		case w.cfg.MaxBytes > 0 && total > w.cfg.MaxBytes:
 			reason = "files exceed max bytes"
 		default:
 			continue
 		}
-		path := filepath.Join(w.cfg.Dir, h.name)
+		path := h.Path
 		if err := os.Remove(path); err != nil {
 			w.log.WithField(fieldFile, path).WithError(err).Error("deleting old hour file failed")
 			continue
@@ -173,10 +166,10 @@ func (w *Writer) removeStaleTmp() {
 		return
 	}
 	for _, h := range hours {
-		if !strings.HasSuffix(h.suffix, suffixTmp) {
+		if !strings.HasSuffix(h.Suffix, hourfile.Tmp) {
 			continue
 		}
-		path := filepath.Join(w.cfg.Dir, h.name)
+		path := h.Path
 		if err := os.Remove(path); err != nil {
 			w.log.WithField(fieldFile, path).WithError(err).Error("removing stale temporary file failed")
 			continue

@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/threadcap/threadcap/output/hourfile"
 )
 
 func TestClosedHoursAreCompressed(t *testing.T) {
@@ -44,8 +46,8 @@ func TestClosedHoursAreCompressed(t *testing.T) {
 				for j := range rows {
 					content = AppendCSV(content, &rows[j])
 				}
-				want[hourName(tick.Truncate(time.Hour), suffix)] = content
-				want[tickFiles.name(tick.Truncate(time.Hour), suffix)] = []byte(ticksHeader + tick.Local().Format(timeLayout) + "\n")
+				want[hourfile.Samples.Name(tick.Truncate(time.Hour), suffix)] = content
+				want[hourfile.Ticks.Name(tick.Truncate(time.Hour), suffix)] = []byte(ticksHeader + tick.Local().Format(hourfile.TimeLayout) + "\n")
 			}
 			w.maintain(context.Background())
 			if err := w.Close(); err != nil {

@@ -4,6 +4,8 @@ package output
 
 import (
 	"strings"
+
+	"github.com/threadcap/threadcap/output/hourfile"
 )
 
 // SchemaVersion is the version of the column layout below. It changes whenever a column is
@@ -29,22 +31,17 @@ const (
 	typeBoolean     = "BOOLEAN"
 )
 
-// textNote is appended to the meaning of every free-text column, because the escaping it
-// describes changes what a reader sees.
-const textNote = " Text: a leading ' is added when the value starts with = + - @ tab or '; " +
-	"control characters but tab and newline show as symbols (ESC as ␛), invalid UTF-8 as �."
-
 // Columns is the layout of every file, in order. AppendCSV writes exactly these fields.
 var Columns = []Column{
 	{"sample_time", typeTimestampTZ, "", "Tick time, RFC 3339 with microseconds, in the local time zone of threadcap."},
 	{"pid", typeInteger, "", "Process ID (thread group ID)."},
 	{"tid", typeInteger, "", "Thread ID."},
-	{"process", typeVarchar, "", "Process name (its main thread's comm)." + textNote},
-	{"thread", typeVarchar, "", "Thread name (comm)." + textNote},
-	{"user", typeVarchar, "", "User name of the process, or its numeric uid." + textNote},
+	{"process", typeVarchar, "", "Process name (its main thread's comm)." + hourfile.TextNote},
+	{"thread", typeVarchar, "", "Thread name (comm)." + hourfile.TextNote},
+	{"user", typeVarchar, "", "User name of the process, or its numeric uid." + hourfile.TextNote},
 	{"state", typeVarchar, "", "on_cpu, runnable, sleeping, uninterruptible, stopped or dead."},
 	{"state_us", typeBigint, "µs", "How long the thread has been in state; empty when unknown."},
-	{"syscall", typeVarchar, "", "Syscall in progress; empty in user space or when unknown." + textNote},
+	{"syscall", typeVarchar, "", "Syscall in progress; empty in user space or when unknown." + hourfile.TextNote},
 	{"syscall_us", typeBigint, "µs", "How long the syscall has run so far; empty when none or unknown."},
 	{"syscall_cpu_us", typeBigint, "µs", "Part of syscall_us spent on CPU; empty when none or unknown."},
 	{"syscall_args", typeVarchar, "", "The six raw syscall arguments as lowercase 0x hex, space separated; empty with no syscall."},
@@ -56,11 +53,11 @@ var Columns = []Column{
 	{"stopped_us", typeBigint, "µs", "Time stopped since the previous tick; empty for a seeded thread."},
 	{"voluntary_switches", typeBigint, "", "Context switches off CPU by sleeping since the previous tick; empty when unknown."},
 	{"involuntary_switches", typeBigint, "", "Context switches off CPU by preemption since the previous tick; empty when unknown."},
-	{"exe", typeVarchar, "", "Path of the process's executable." + textNote},
+	{"exe", typeVarchar, "", "Path of the process's executable." + hourfile.TextNote},
 	{"seeded", typeBoolean, "", "true when read from /proc because the kernel side has not observed the thread yet."},
-	{"wchan", typeVarchar, "", "Kernel function the thread waits in: the innermost frame of kernel_stack, or from /proc for a seeded thread; empty otherwise." + textNote},
-	{"cgroup", typeVarchar, "", "cgroup v2 path of the thread, such as /system.slice/mysql.service; empty when unknown or turned off." + textNote},
-	{"fd_target", typeVarchar, "", "What the syscall's file descriptor argument is: a path (pipe:[inode] for an anonymous pipe), or a socket as protocol local->remote address:port (local only when listening), unix and its path; empty for other syscalls." + textNote},
+	{"wchan", typeVarchar, "", "Kernel function the thread waits in: the innermost frame of kernel_stack, or from /proc for a seeded thread; empty otherwise." + hourfile.TextNote},
+	{"cgroup", typeVarchar, "", "cgroup v2 path of the thread, such as /system.slice/mysql.service; empty when unknown or turned off." + hourfile.TextNote},
+	{"fd_target", typeVarchar, "", "What the syscall's file descriptor argument is: a path (pipe:[inode] for an anonymous pipe), or a socket as protocol local->remote address:port (local only when listening), unix and its path; empty for other syscalls." + hourfile.TextNote},
 	{"kernel_stack", typeVarchar, "", "Hash of the kernel stack of a thread off CPU, captured as it left the CPU (by default in uninterruptible sleep only); the hour's threadcap_stacks_ file has its frames."},
 	{"user_stack", typeVarchar, "", "Hash of the user-space stack captured with kernel_stack, when user stacks are turned on (off by default); its frames are in the same stacks file."},
 }

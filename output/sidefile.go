@@ -5,13 +5,15 @@ package output
 import (
 	"errors"
 	"time"
+
+	"github.com/threadcap/threadcap/output/hourfile"
 )
 
 // sideFile is one of the files an hour has beside its samples: the stacks its rows refer
 // to, or its ticks. It is opened on first use for the samples file's hour, holds whole
 // lines only, and a failure to write it is logged once an hour: the rows matter more.
 type sideFile struct {
-	kind   fileKind
+	kind   hourfile.Kind
 	file   *hourFile
 	failed bool
 }
@@ -24,7 +26,7 @@ func (sf *sideFile) current(hour time.Time) bool {
 // open opens the file of kind for w's current hour, after closing the previous hour's.
 func (sf *sideFile) open(w *Writer) error {
 	if err := sf.close(); err != nil {
-		w.log.WithError(err).Debug("closing the previous hour's " + sf.kind.prefix + " file failed")
+		w.log.WithError(err).Debug("closing the previous hour's " + sf.kind.Prefix() + " file failed")
 	}
 	hf, _, err := openKindFile(sf.kind, w.cfg.Dir, w.file.hour, w.cfg.FileMode, w.gid)
 	if err != nil {
@@ -39,7 +41,7 @@ func (sf *sideFile) open(w *Writer) error {
 func (sf *sideFile) appendLines(buf []byte) error {
 	hf := sf.file
 	if hf.size == 0 {
-		buf = append([]byte(sf.kind.header), buf...)
+		buf = append([]byte(headers[sf.kind]), buf...)
 	}
 	n, err := hf.f.Write(buf)
 	if err == nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -20,8 +21,8 @@ func StacksHeader() string { return stacksHeader }
 
 // AppendStackCSV appends one line of a stacks file.
 func AppendStackCSV(dst []byte, s *state.Stack) []byte {
-	dst = appendText(dst, s.Hash)
-	dst = appendText(append(dst, ','), s.Frames)
+	dst = hourfile.AppendText(dst, s.Hash)
+	dst = hourfile.AppendText(append(dst, ','), s.Frames)
 	return append(dst, '\n')
 }
 

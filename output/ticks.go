@@ -2,7 +2,11 @@
 
 package output
 
-import "time"
+import (
+	"time"
+
+	"github.com/threadcap/threadcap/output/hourfile"
+)
 
 // ticksHeader heads every ticks file: the time of each tick taken in the hour, whether or
 // not any thread had a row at it. Averages over ticks (threads active on average) need
@@ -27,7 +31,7 @@ func (w *Writer) writeTick(tick time.Time) {
 			return
 		}
 	}
-	line := append(tick.Local().AppendFormat(nil, timeLayout), '\n')
+	line := append(tick.Local().AppendFormat(nil, hourfile.TimeLayout), '\n')
 	if err := w.ticks.appendLines(line); err != nil {
 		w.ticksFailed(err)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
+
+	"github.com/threadcap/threadcap/output/hourfile"
 )
 
 // TestWriteErrorPausesAndRetries makes writes fail with an error that is neither a full
@@ -28,7 +30,7 @@ func TestWriteErrorPausesAndRetries(t *testing.T) {
 
 	f := newTickFeeder(t, w, clock, hour)
 	f.write()
-	path := filepath.Join(dir, hourName(hour, suffixCSV))
+	path := filepath.Join(dir, hourfile.Samples.Name(hour, hourfile.CSV))
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -93,7 +94,7 @@ func New(cfg Config) (*Writer, error) {
 	w := &Writer{
 		cfg: cfg, log: cfg.Log, gid: gid, dirLock: lock,
 		kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
-		stacks: stackSet{sideFile: sideFile{kind: stackFiles}}, ticks: sideFile{kind: tickFiles},
+		stacks: stackSet{sideFile: sideFile{kind: hourfile.Stacks}}, ticks: sideFile{kind: hourfile.Ticks},
 	}
 	w.removeStaleTmp()
 	go w.runMaintenance(ctx)

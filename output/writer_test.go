@@ -12,6 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -60,12 +61,12 @@ func TestHourRollover(t *testing.T) {
 			want := map[string][]string{}
 			for name, times := range tt.files {
 				want[name] = times
-				want[ticksPrefix+strings.TrimPrefix(name, namePrefix)] = times
+				want[hourfile.Ticks.Prefix()+strings.TrimPrefix(name, hourfile.Samples.Prefix())] = times
 			}
 			got := map[string][]string{}
 			for _, name := range dirNames(t, dir) {
 				records := readCSV(t, filepath.Join(dir, name))
-				if strings.Join(records[0], ",")+"\n" != kindOf(name).header {
+				if strings.Join(records[0], ",")+"\n" != kindHeader(name) {
 					t.Errorf("%s starts with %v, not its header", name, records[0])
 				}
 				for _, rec := range records[1:] {
@@ -198,7 +199,7 @@ func TestTicksFileHasEveryTick(t *testing.T) {
 	}
 	want = append(want, "sample_time")
 	for _, tick := range ticks {
-		want = append(want, tick.Local().Format(timeLayout))
+		want = append(want, tick.Local().Format(hourfile.TimeLayout))
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ticks file:\n got %q\nwant %q", got, want)
