@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -90,8 +91,8 @@ func writeHour(b *testing.B, n int, compress string) (string, int) {
 		if err := w.Write(next, nil); err != nil {
 			b.Fatal(err)
 		}
-		suffix := map[string]string{output.CompressGzip: ".csv.gz", output.CompressZstd: ".csv.zst"}[compress]
-		name := filepath.Join(dir, hourName(start, suffix))
+		suffix := map[string]string{output.CompressGzip: hourfile.Gzip, output.CompressZstd: hourfile.Zstd}[compress]
+		name := filepath.Join(dir, hourfile.Samples.Name(start, suffix))
 		for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 			if _, err := os.Stat(name); err == nil {
 				break

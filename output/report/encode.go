@@ -7,8 +7,9 @@ import (
 	"encoding/json"
 	"io"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/threadcap/threadcap/output/hourfile"
 )
 
 // jsonReport is the JSON form of a Result; field names match the CSV columns.
@@ -97,7 +98,7 @@ func renderCSV(w io.Writer, r *Result) error {
 		for _, g := range r.Groups {
 			line := make([]string, 0, len(g.Values)+3)
 			for _, v := range g.Values {
-				line = append(line, formulaGuard(v))
+				line = append(line, hourfile.Guard(v))
 			}
 			cw.Write(append(line, number(Average(g.Rows, r.Ticks)),
 				number(seconds(g.CPUUs)), strconv.FormatInt(g.Rows, 10)))
@@ -105,16 +106,6 @@ func renderCSV(w io.Writer, r *Result) error {
 	}
 	cw.Flush()
 	return cw.Error()
-}
-
-// formulaGuard applies the rule of the hour files (see output.AppendCSV) to a value: one
-// starting with = + - @ tab or ' gets a leading ', so that a spreadsheet opening the
-// report shows a process named "=cmd" instead of running it.
-func formulaGuard(v string) string {
-	if v != "" && strings.ContainsRune("=+-@\t'", rune(v[0])) {
-		return "'" + v
-	}
-	return v
 }
 
 func number(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

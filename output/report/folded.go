@@ -12,15 +12,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/threadcap/threadcap/output/hourfile"
 )
 
-// Stack columns, and the files that hold their frames: threadcap_stacks_<hour>, next to
-// the samples of the same hour.
+// Stack columns. Their frames are in the hour's hourfile.Stacks file, next to the samples
+// of the same hour.
 const (
 	colProcess     = "process"
 	colUserStack   = "user_stack"
 	colKernelStack = "kernel_stack"
-	stacksPrefix   = "threadcap_stacks_"
 )
 
 // FoldedStack is one line of folded output: a stack and how many rows showed it.
@@ -80,15 +81,14 @@ func Folded(dir string, q Query) ([]FoldedStack, *Result, error) {
 // plain or compressed its stacks file is (they are compressed apart).
 func readStacks(samples string, frames map[string]string) error {
 	dir, name := filepath.Split(samples)
-	hour, _, ok := ParseHourName(name)
-	if !ok {
+	n, ok := hourfile.Parse(name)
+	if !ok || n.Kind != hourfile.Samples {
 		return nil
 	}
-	base := filepath.Join(dir, stacksPrefix+hour.UTC().Format(hourLayout))
 	// A line cut short by a crash, or not of the hash,frames shape, is skipped.
 	var malformed int64
-	for _, suffix := range []string{suffixCSV, suffixGzip, suffixZstd} {
-		err := eachRecord(base+suffix, &malformed, nil, func(fields [][]byte) bool {
+	for _, suffix := range hourfile.ReadableSuffixes {
+		err := eachRecord(filepath.Join(dir, hourfile.Stacks.Name(n.Hour, suffix)), &malformed, nil, func(fields [][]byte) bool {
 			if len(fields) == 2 {
 				frames[string(fields[0])] = string(value(fields, 1, true))
 			}

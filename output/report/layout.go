@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+
+	"github.com/threadcap/threadcap/output/hourfile"
 )
 
 // layout is where, in one file's records, the columns a query needs are. Files are read by
@@ -73,9 +75,8 @@ func value(fields [][]byte, idx int, text bool) []byte {
 	if idx < 0 {
 		return nil
 	}
-	v := fields[idx]
-	if text && len(v) > 0 && v[0] == '\'' {
-		return v[1:]
+	if text {
+		return hourfile.Unguard(fields[idx])
 	}
-	return v
+	return fields[idx]
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -317,7 +318,7 @@ func atoi(b []byte) (int64, bool) {
 }
 
 // result sorts the groups and buckets.
-func (s *scan) result(files []HourFile) *Result {
+func (s *scan) result(files []hourfile.File) *Result {
 	r := s.res
 	r.Window, r.By, r.Step = s.q.Window, s.q.By, s.q.Step
 	for _, f := range files {

@@ -109,24 +109,3 @@ func FuzzParseTime(f *testing.F) {
 		}
 	})
 }
-
-// FuzzParseHourName checks that ParseHourName accepts exactly the names hourName writes.
-func FuzzParseHourName(f *testing.F) {
-	for _, seed := range []string{"threadcap_samples_2026-11-21T14Z.csv", "threadcap_samples_2026-11-21T14Z.csv.gz",
-		"threadcap_samples_2026-11-21T14Z.csv.zst", "threadcap_samples_2026-11-21T14Z.csv.gz.tmp",
-		"threadcap_samples_2026-11-21T14Z.csv.other-schema", "threadcap_samples_2026-11-21T24Z.csv", "notes.txt"} {
-		f.Add(seed)
-	}
-	f.Fuzz(func(t *testing.T, name string) {
-		hour, suffix, ok := ParseHourName(name)
-		if !ok {
-			return
-		}
-		if back := hourName(hour, suffix); back != name {
-			t.Fatalf("%q parsed as %v %q, which names %q", name, hour, suffix, back)
-		}
-		if hour.Location() != time.UTC || !hour.Equal(hour.Truncate(time.Hour)) {
-			t.Fatalf("%q parsed as %v, not a UTC hour", name, hour)
-		}
-	})
-}
