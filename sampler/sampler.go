@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/threadcap/threadcap/bpf"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -28,6 +29,9 @@ type Source interface {
 	Scan(since, tick uint64, fn func(slot uint32, th *state.Thread))
 	// Free gives back the slot of an exited thread once its last record has been read.
 	Free(slot uint32) error
+	// Counters reads the kernel side's own losses, cumulative since it started: the
+	// sampler reports them as they grow (losses.go) and keeps some in its Stats.
+	Counters() (bpf.Counters, error)
 }
 
 // Sink takes each tick's rows, in one call or, when there are many, in batches with the
@@ -52,6 +56,12 @@ type Config struct {
 	// Stacks reads the stacks the kernel side captured (which, and when, is the kernel
 	// side's configuration); nil leaves the kernel_stack and user_stack columns empty.
 	Stacks StackSource
+	// StackStates are the states at whose switch-outs the kernel side captures stacks
+	// (bpf.StackMode.States): the rows in them that lack a kernel stack are counted, and
+	// weighed against the stacks the kernel side lost. StackEntries is the size of its
+	// stack map, named when it is too small.
+	StackStates  []state.State
+	StackEntries uint32
 	// Kallsyms is where kernel symbols are read from; ProcRoot/kallsyms when "".
 	Kallsyms string
 	// NoFdTarget leaves the fd_target column empty, saving a stat per descriptor and tick
@@ -87,8 +97,11 @@ type Stats struct {
 	SkippedTicks uint64 // ticks not taken because the one before ran past them
 	Rows         uint64
 	// UntrackedThreads counts threads the kernel side had no room for, and LostUpdates the
-	// events about them; both as of the last tick, when the Source counts them.
+	// events about them; both as of the last read of the Source's Counters.
 	UntrackedThreads, LostUpdates uint64
+	// StackRows counts the rows that should carry a kernel stack (off CPU in one of
+	// Config.StackStates, not seeded), and StacklessRows those of them without one.
+	StackRows, StacklessRows uint64
 }
 
 // Log field keys.
@@ -149,7 +162,7 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 			return nil, err
 		}
 	}
-	return &Sampler{
+	s := &Sampler{
 		cfg: cfg, src: src, sink: sink, procs: procs,
 		cgroups: newCgroupCache(cfg.ProcRoot, cfg.CgroupRoot),
 		fds:     newFdCache(cfg.ProcRoot),
@@ -158,9 +171,12 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 		seeded:  map[int32]*state.Thread{},
 		slowLog: rateLimit{every: time.Minute},
 		updates: newUpdates(),
-		losses: losses{read: rateLimit{every: time.Second}, remind: rateLimit{every: time.Minute},
-			readFailed: rateLimit{every: time.Minute}},
-	}, nil
+		losses:  newLosses(cfg.StackEntries),
+	}
+	if len(cfg.StackStates) > 0 {
+		s.sink = &stackRows{Sink: sink, captured: cfg.StackStates, stats: &s.stats}
+	}
+	return s, nil
 }
 
 // Seed reads every thread from /proc, so that the first tick shows threads the kernel

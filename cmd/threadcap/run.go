@@ -24,6 +24,10 @@ const (
 	fieldChanged   = "changed"
 	fieldRestart   = "needs_restart"
 	fieldTicks     = "ticks"
+	// The stop line's counts of stacks.
+	fieldLostStacks    = "lost_stacks"
+	fieldStackRows     = "stack_rows"
+	fieldStacklessRows = "stackless_rows"
 )
 
 // runCommand is `threadcap run`: it samples until SIGINT or SIGTERM.
@@ -82,10 +86,7 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 	// Closed before the writer: nothing is attached while the last file is flushed.
 	defer func() { err = errors.Join(err, tracker.Close()) }()
 
-	// The rows that should carry a stack are counted on their way to the writer, to weigh
-	// the kernel side's lost stacks against.
 	stackMode, _ := bpf.ParseStackMode(cfg.Stacks.Kernel) // checked by Validate
-	rows := newStackRows(writer, stackMode)
 	s, err := sampler.New(sampler.Config{
 		Interval:   cfg.Interval(),
 		Filter:     filterOf(&cfg),
@@ -93,9 +94,11 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 		NoCgroup:   !cfg.Columns.Cgroup,
 		NoFdTarget: !cfg.Columns.FdTarget,
 		Mono:       bpf.Now, Wall: time.Now,
-		Stacks: tracker,
-		Log:    logrus.WithField(fieldComponent, "sampler"),
-	}, tracker, rows)
+		Stacks:       tracker,
+		StackStates:  stackMode.States(),
+		StackEntries: cfg.Stacks.Entries,
+		Log:          logrus.WithField(fieldComponent, "sampler"),
+	}, tracker, writer)
 	if err != nil {
 		return err
 	}
@@ -115,21 +118,18 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 
 	d := &daemon{opts: opts, cfg: cfg, sampler: s, writer: writer, log: log}
 	bg, stopBg := context.WithCancel(ctx)
-	reloader, watcher := make(chan struct{}), make(chan struct{})
+	reloader := make(chan struct{})
 	go func() {
 		defer close(reloader)
 		d.reloadOn(bg, hup)
-	}()
-	go func() {
-		defer close(watcher)
-		watchCounters(bg, tracker, rows, cfg.Stacks.Entries, logrus.WithField(fieldComponent, "bpf"))
 	}()
 
 	notify(log, "READY=1")
 	err = s.Run(ctx)
 	notify(log, "STOPPING=1")
 	stopBg()
-	<-watcher // it reads the tracker's counters
+	// The kernel side's counts as it stops, for the stop line; the sampler reported them
+	// as they grew.
 	lostStacks, unseen := uint64(0), uint64(0)
 	if c, cerr := tracker.Counters(); cerr == nil {
 		lostStacks, unseen = c.LostStacks, c.UnseenSwitches
@@ -147,7 +147,7 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 	log.WithFields(logrus.Fields{
 		fieldTicks: st.Ticks, "rows": st.Rows, "skipped_ticks": st.SkippedTicks,
 		"written_rows": writer.WrittenRows(), "dropped_rows": writer.DroppedRows(),
-		fieldLostStacks: lostStacks, fieldStackRows: rows.expected.Load(), fieldStacklessRows: rows.missing.Load(),
+		fieldLostStacks: lostStacks, fieldStackRows: st.StackRows, fieldStacklessRows: st.StacklessRows,
 		"unseen_switches": unseen, "torn_reads": tracker.TornReads(),
 		"detach_ms": detached.Sub(began).Milliseconds(), "flush_ms": time.Since(detached).Milliseconds(),
 	}).Info("stopped")
