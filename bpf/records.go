@@ -4,6 +4,7 @@ package bpf
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -22,7 +23,10 @@ type Record = threadcapRecord
 // are mapped (see cover): a mapping is resident as a whole, and the array is sized for
 // the most threads the machine may ever run (24 MiB at the default capacity).
 type recordArray struct {
-	m    *ebpf.Map
+	m *ebpf.Map
+	// mu is held for reading while recs is read (Scan may run on several goroutines),
+	// and for writing while cover remaps it.
+	mu   sync.RWMutex
 	mem  []byte
 	recs []Record // the mapped slots
 }
@@ -42,6 +46,8 @@ func mapRecords(m *ebpf.Map) (*recordArray, error) {
 // cover maps at least the first n slots (up to the array's capacity), doubling the
 // mapping as threads are added, so that it grows a few times in a run, not every tick.
 func (a *recordArray) cover(n uint32) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	capacity := a.m.MaxEntries()
 	if int(min(n, capacity)) <= len(a.recs) {
 		return nil
@@ -56,7 +62,7 @@ func (a *recordArray) cover(n uint32) error {
 	if err != nil {
 		return fmt.Errorf("mapping %d records: %w", want, err)
 	}
-	if err := a.unmap(); err != nil {
+	if err := a.unmapLocked(); err != nil {
 		_ = syscall.Munmap(mem)
 		return err
 	}
@@ -64,7 +70,20 @@ func (a *recordArray) cover(n uint32) error {
 	return nil
 }
 
+// mapped is the number of slots mapped.
+func (a *recordArray) mapped() uint32 {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return uint32(len(a.recs))
+}
+
 func (a *recordArray) unmap() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.unmapLocked()
+}
+
+func (a *recordArray) unmapLocked() error {
 	if a.mem == nil {
 		return nil
 	}
@@ -161,9 +180,9 @@ func (t *Tracker) Slots() uint32 {
 	}
 	n := uint32(min(used, uint64(t.Capacity())))
 	if err := t.records.cover(n); err != nil {
-		t.torn += uint64(n) - uint64(len(t.records.recs))
+		t.torn.Add(uint64(n - min(n, t.records.mapped())))
 	}
-	return min(n, uint32(len(t.records.recs)))
+	return min(n, t.records.mapped())
 }
 
 // Scan calls fn with every tracked thread as it was at tick (see SetTick), except those
@@ -174,12 +193,14 @@ func (t *Tracker) Scan(since, tick uint64, fn func(slot uint32, th *state.Thread
 	var rec Record
 	var th state.Thread
 	n := t.Slots()
+	t.records.mu.RLock()
+	defer t.records.mu.RUnlock()
 	for slot := range n {
 		if since != 0 && t.records.quiet(slot, since) {
 			continue
 		}
 		if !t.records.load(slot, &rec) {
-			t.torn++
+			t.torn.Add(1)
 			continue
 		}
 		if rec.Tid == 0 {
@@ -201,11 +222,13 @@ func (t *Tracker) SetTick(mono uint64) {
 
 // TornReads counts records Scan skipped because the kernel side kept rewriting them
 // while they were read, or because the mapping could not grow to them.
-func (t *Tracker) TornReads() uint64 { return t.torn }
+func (t *Tracker) TornReads() uint64 { return t.torn.Load() }
 
 // Free gives the slot of an exited thread back to the kernel side, for a new thread.
 // Only slots Scan reported in state.Dead may be freed: the kernel never writes them again.
 func (t *Tracker) Free(slot uint32) error {
+	t.records.mu.RLock()
+	defer t.records.mu.RUnlock()
 	r := &t.records.recs[slot]
 	if state.State(r.Live.State) != state.Dead || r.Tid == 0 {
 		return fmt.Errorf("slot %d does not hold an exited thread", slot)

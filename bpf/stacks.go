@@ -125,7 +125,10 @@ func (t *Tracker) Stack(id uint16) ([]uint64, error) {
 func (t *Tracker) PruneStacks() ([]uint16, error) {
 	m := t.coll.Maps[threadcapMapStacks]
 	used := make([]bool, m.MaxEntries()+1)
-	for slot := range t.Slots() {
+	n := t.Slots()
+	t.records.mu.RLock()
+	defer t.records.mu.RUnlock()
+	for slot := range n {
 		r := &t.records.recs[slot]
 		if atomic.LoadUint32(&r.Tid) == 0 {
 			continue // free: its old ids are nobody's

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -68,7 +69,7 @@ type Tracker struct {
 	coll    *ebpf.Collection
 	links   []link.Link
 	records *recordArray
-	torn    uint64 // see TornReads
+	torn    atomic.Uint64 // see TornReads
 }
 
 // Open loads the programs, sizes the maps and attaches every hook. On error nothing stays
