@@ -323,3 +323,18 @@ func TestReconcileCPUCarriesWhatARowCannotShow(t *testing.T) {
 		}
 	}
 }
+
+func TestFitIntervalKeepsRowsAddingUp(t *testing.T) {
+	for _, tc := range []struct {
+		raw, want [state.TimedStates]int64
+	}{
+		{[5]int64{10, 20, 70}, [5]int64{10, 20, 70}},
+		{[5]int64{-3, 0, 103}, [5]int64{0, 0, 100}},
+		{[5]int64{40, -10, 30, 40}, [5]int64{30, 0, 30, 40}},
+	} {
+		got := fitInterval(tc.raw)
+		if got != tc.want {
+			t.Errorf("fitInterval(%v) = %v, want %v", tc.raw, got, tc.want)
+		}
+	}
+}

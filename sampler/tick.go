@@ -169,6 +169,38 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 	}
 }
 
+// fitInterval turns the differences of a thread's cumulative times into a row's times.
+// They add up to the interval, but one can be negative: a repair of a switch the kernel
+// did not report (see bpf's unseen_switch_out) moves time from a state an earlier row
+// already showed. That state shows nothing in this row, and what it gave back comes off
+// the row's largest times, so that the row still adds up to its interval.
+func fitInterval(raw [state.TimedStates]int64) [state.TimedStates]int64 {
+	var t [state.TimedStates]int64
+	var owed int64
+	for i, us := range raw {
+		if us < 0 {
+			owed -= us
+		} else {
+			t[i] = us
+		}
+	}
+	for owed > 0 {
+		largest := 0
+		for i := range t {
+			if t[i] > t[largest] {
+				largest = i
+			}
+		}
+		if t[largest] == 0 {
+			break
+		}
+		take := min(owed, t[largest])
+		t[largest] -= take
+		owed -= take
+	}
+	return t
+}
+
 // firstSeenAfter tells a record the kernel side gave its thread after the instant mono:
 // the view it holds of that instant is its first, from later on, with no time in it.
 func firstSeenAfter(th *state.Thread, mono uint64) bool {
@@ -190,10 +222,12 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 		row.StateTimeUs = [state.TimedStates]int64{state.Unknown, state.Unknown, state.Unknown, state.Unknown, state.Unknown}
 	} else {
 		before := prev.timesAt(s.prevMono)
+		var raw [state.TimedStates]int64
 		for i := range times {
 			// Whole microseconds of the cumulative times, so that rows add up exactly.
-			row.StateTimeUs[i] = max(0, int64(times[i]/1000)-int64(before[i]/1000))
+			raw[i] = int64(times[i]/1000) - int64(before[i]/1000)
 		}
+		row.StateTimeUs = fitInterval(raw)
 		kernelUs := int64(th.CPUAt(mono)/1000) - int64(prev.cpuAt(s.prevMono)/1000)
 		prev.carry = reconcileCPU(&row.StateTimeUs, kernelUs, prev.carry)
 		row.Voluntary = int64(th.Voluntary - prev.vol)
