@@ -177,18 +177,25 @@ static __always_inline __u8 state_of(bool preempt, unsigned int prev_state)
  * the time since is split by how long the thread really ran.
  */
 
+/* How long the kernel says the thread ran since the last switch its record saw, at most
+ * the time since its record's state began. */
+static __always_inline __u64 ran_since(struct record *r, struct task_struct *task, __u64 now)
+{
+	__u64 ran = task->se.sum_exec_runtime - r->exec_ns, since = r->live.since_ns;
+
+	if (now <= since)
+		return 0;
+	return ran < now - since ? ran : now - since;
+}
+
 /* Its thread left the CPU unseen: it ran since its switch-in for as long as the kernel
  * says, then was in off until now. */
 static __always_inline void unseen_switch_out(struct record *r, struct task_struct *task,
 					      __u8 off, __u64 now)
 {
 	__u64 ran = task->se.sum_exec_runtime - r->exec_ns;
-	__u64 since = r->live.since_ns;
-	__u64 left = now;
 
-	if (now > since && ran < now - since)
-		left = since + ran;
-	enter_state(r, off, left);
+	enter_state(r, off, r->live.since_ns + ran_since(r, task, now));
 	r->live.cpu_ns += ran;
 	r->exec_ns = task->se.sum_exec_runtime;
 	if (off == TC_RUNNABLE)
@@ -198,18 +205,21 @@ static __always_inline void unseen_switch_out(struct record *r, struct task_stru
 	count(TC_UNSEEN_SWITCHES);
 }
 
+/* When the running task came in: its switch-in, or if that was unseen, as long before now
+ * as the kernel counts it has run since the last switch seen. */
+static __always_inline __u64 came_in(struct record *r, struct task_struct *task, __u64 now)
+{
+	if (r->live.state == TC_ON_CPU || now <= r->live.since_ns)
+		return r->live.since_ns;
+	return now - ran_since(r, task, now);
+}
+
 /* Its thread, leaving the CPU, came in unseen: it has been on CPU for the time the kernel
  * counted since the last switch seen. */
 static __always_inline void unseen_switch_in(struct record *r, struct task_struct *task,
 					     __u64 now)
 {
-	__u64 ran = task->se.sum_exec_runtime - r->exec_ns;
-	__u64 since = r->live.since_ns;
-	__u64 in = since;
-
-	if (now > since && ran < now - since)
-		in = now - ran;
-	enter_state(r, TC_ON_CPU, in);
+	enter_state(r, TC_ON_CPU, came_in(r, task, now));
 	r->live.cpu = bpf_get_smp_processor_id();
 	count(TC_UNSEEN_SWITCHES);
 }
@@ -360,20 +370,6 @@ static __noinline void left_unseen(__u32 slot, __u64 left, bool lookup)
 	r->live.nvcsw++;
 	write_end(r);
 	count(TC_UNSEEN_SWITCHES);
-}
-
-/* When the running task came in: its switch-in, or if that was unseen, as long before now
- * as the kernel counts it has run since the last switch seen. */
-static __always_inline __u64 came_in(struct record *r, struct task_struct *task, __u64 now)
-{
-	__u64 ran, since = r->live.since_ns;
-
-	if (r->live.state == TC_ON_CPU)
-		return since;
-	ran = task->se.sum_exec_runtime - r->exec_ns;
-	if (now > since && ran < now - since)
-		return now - ran;
-	return since;
 }
 
 /* The record of the task running on this CPU, through cpu_slot when it is known. */
