@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/threadcap/threadcap/bpf"
+	"github.com/threadcap/threadcap/configs/config"
 )
 
 // minKernel is the oldest kernel threadcap supports: tp_btf programs with task storage,
@@ -27,7 +28,7 @@ type checkResult struct {
 // checkCommand is `threadcap check`: one line per requirement, with the fix for each
 // that fails, and a non-zero exit when one does.
 func checkCommand(args []string) int {
-	_, cfg, err := settings("check", args)
+	_, cfg, err := config.Settings("check", args)
 	if err != nil {
 		return exitCode(err)
 	}
@@ -39,7 +40,7 @@ func checkCommand(args []string) int {
 	return 0
 }
 
-func runChecks(cfg *Config) []checkResult {
+func runChecks(cfg *config.Config) []checkResult {
 	return []checkResult{checkKernel(), checkBTF(), checkCaps(), checkLoad(cfg), checkDir(cfg.Dir), checkSpace(cfg)}
 }
 
@@ -115,9 +116,9 @@ func checkCaps() checkResult {
 }
 
 // checkLoad loads and attaches the programs as `run` would, then detaches them.
-func checkLoad(cfg *Config) checkResult {
+func checkLoad(cfg *config.Config) checkResult {
 	r := checkResult{name: "bpf programs"}
-	t, err := bpf.Open(cfg.trackerConfig())
+	t, err := bpf.Open(cfg.Tracker())
 	if err != nil {
 		r.detail = "loading and attaching failed: " + err.Error()
 		r.fix = "see the capabilities and BTF lines above; a verifier log means this kernel rejects the programs: report it with uname -r"
@@ -171,7 +172,7 @@ func existingAncestor(dir string) (string, bool) {
 }
 
 // checkSpace fails when writing would pause at once for want of space.
-func checkSpace(cfg *Config) checkResult {
+func checkSpace(cfg *config.Config) checkResult {
 	r := checkResult{name: "free space"}
 	where, _ := existingAncestor(cfg.Dir)
 	var fs unix.Statfs_t

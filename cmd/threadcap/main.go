@@ -11,6 +11,8 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+
+	"github.com/threadcap/threadcap/configs/config"
 )
 
 const usage = `threadcap records what every thread is doing, N times a second, into hourly CSV files.
@@ -22,7 +24,7 @@ Usage:
   threadcap report [flags] what threads were doing in a time window, from the files (no root needed)
   threadcap version        print the version
 
-Settings come from defaults, then the config file (` + defaultConfigPath + `
+Settings come from defaults, then the config file (` + config.DefaultPath + `
 when it exists, or --config FILE), then flags. Run "threadcap run -h" for the flags.
 `
 
@@ -61,7 +63,7 @@ func exitCode(err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	if !errors.As(err, new(usageError)) {
+	if !errors.As(err, new(config.UsageError)) {
 		fmt.Fprintf(os.Stderr, "threadcap: %v\n", err)
 		return exitFailure
 	}

@@ -6,25 +6,19 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
-	"sort"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/threadcap/threadcap/configs/config"
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/sampler"
 )
 
-// restartKeys are the settings a running threadcap cannot change: the kernel side is
-// sized and loaded with them, or the directory is held with them.
-var restartKeys = []string{"dir", "syscalls", "capacity", "columns.cgroup", "columns.fd_target",
-	"stacks.kernel", "stacks.user", "stacks.entries", "output.file_mode", "output.dir_mode", "output.group"}
-
 // daemon is what SIGHUP reconfigures.
 type daemon struct {
-	opts    *options
-	cfg     Config // what runs now
+	opts    *config.Options
+	cfg     config.Config // what runs now
 	sampler *sampler.Sampler
 	writer  *output.Writer
 	log     *logrus.Entry
@@ -47,12 +41,12 @@ func (d *daemon) reloadOn(ctx context.Context, hup <-chan os.Signal) {
 // reload applies the file as it is now, under the same flags. A file with mistakes
 // changes nothing.
 func (d *daemon) reload() {
-	next, err := d.opts.load()
+	next, err := d.opts.Load()
 	if err != nil {
 		d.log.WithError(err).Error("config not reloaded: fix it and send SIGHUP again; running on with the previous one")
 		return
 	}
-	changed, restart := diff(&d.cfg, &next)
+	changed, restart := config.Diff(&d.cfg, &next)
 	if len(changed) == 0 && len(restart) == 0 {
 		d.log.Info("config reloaded: nothing changed")
 		return
@@ -67,7 +61,7 @@ func (d *daemon) reload() {
 		d.log.WithError(err).Error("sampling settings not reloaded")
 		return
 	}
-	o := next.outputConfig(nil)
+	o := next.Writer(nil)
 	if err := d.writer.SetPolicy(output.Policy{Compress: o.Compress, MaxAge: o.MaxAge, MaxBytes: o.MaxBytes,
 		MinFreeBytes: o.MinFreeBytes, FsyncEvery: o.FsyncEvery}); err != nil {
 		d.log.WithError(err).Error("output settings not reloaded")
@@ -82,23 +76,4 @@ func (d *daemon) reload() {
 	if len(restart) > 0 {
 		d.log.WithField(fieldRestart, restart).Warn("these settings changed in the config but take effect only after a restart")
 	}
-}
-
-// diff lists the keys whose values differ between old and next: those applied live, and
-// those that need a restart.
-func diff(old, next *Config) (changed, restart []string) {
-	a, b := old.fields(), next.fields()
-	for key, v := range a {
-		if fmt.Sprint(v) == fmt.Sprint(b[key]) {
-			continue
-		}
-		if slices.Contains(restartKeys, key) {
-			restart = append(restart, key)
-		} else {
-			changed = append(changed, key)
-		}
-	}
-	sort.Strings(changed)
-	sort.Strings(restart)
-	return changed, restart
 }

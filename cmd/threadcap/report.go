@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/threadcap/threadcap/configs/config"
 	"github.com/threadcap/threadcap/output/report"
 )
 
@@ -49,7 +50,7 @@ func reportCommand(args []string) int {
 		return 0
 	}
 	if err != nil {
-		return exitCode(usageError{err})
+		return exitCode(config.UsageError{Err: err})
 	}
 	return exitCode(runReport(cfg, os.Stdout))
 }
@@ -60,16 +61,16 @@ func parseReportFlags(args []string, now time.Time, usage io.Writer) (reportConf
 	cfg := reportConfig{Query: report.Query{Top: 20}}
 	// The config file is read as `threadcap run` reads it, for its dir: what run writes to
 	// is where report looks. --dir wins over it.
-	opts := &options{configPath: defaultConfigPath}
+	opts := &config.Options{Path: config.DefaultPath}
 	var from, to, last, by, timeline, format string
 	fs := flag.NewFlagSet("threadcap report", flag.ContinueOnError)
 	fs.SetOutput(usage)
-	fs.Func("config", "YAML config `file` whose dir to read (default "+defaultConfigPath+" when it exists; \"\" for none)", func(s string) error {
-		opts.configPath, opts.explicit = s, true
+	fs.Func("config", "YAML config `file` whose dir to read (default "+config.DefaultPath+" when it exists; \"\" for none)", func(s string) error {
+		opts.Path, opts.Explicit = s, true
 		return nil
 	})
-	opts.stringFlag(fs, "dir", "dir", "`directory` of the hour files (default: dir in the config file, else ./data if it has some, else "+serviceDataDir+")",
-		func(c *Config, v string) { c.Dir = v })
+	opts.StringFlag(fs, "dir", "dir", "`directory` of the hour files (default: dir in the config file, else ./data if it has some, else "+serviceDataDir+")",
+		func(c *config.Config, v string) { c.Dir = v })
 	fs.StringVar(&from, "from", "", "start: 2026-11-21 03:10, 03:10 (today), or RFC 3339; local time unless an offset is given")
 	fs.StringVar(&to, "to", "", "end, excluded (default now)")
 	fs.StringVar(&last, "last", "", "the window ending now, such as 15m or 2h (default 15m when --from is not given)")
@@ -111,13 +112,13 @@ func parseReportFlags(args []string, now time.Time, usage io.Writer) (reportConf
 	if len(errs) == 0 {
 		errs = append(errs, cfg.Query.Validate())
 	}
-	file, err := opts.load()
+	file, err := opts.Load()
 	errs = append(errs, err)
 	cfg.Dir = file.Dir
-	if _, set := file.origin("dir"); !set {
+	if !file.IsSet("dir") {
 		cfg.Dir = defaultReportDir()
 	}
-	cfg.Readers = readers{ConfigPath: opts.configPath, Group: file.Output.Group}
+	cfg.Readers = readers{ConfigPath: opts.Path, Group: file.Output.Group}
 	return cfg, errors.Join(errs...)
 }
 
@@ -154,18 +155,18 @@ func (r readers) explain(err error) error {
 	if !errors.Is(err, fs.ErrPermission) {
 		return err
 	}
-	config := r.ConfigPath
-	if config == "" {
-		config = defaultConfigPath
+	path := r.ConfigPath
+	if path == "" {
+		path = config.DefaultPath
 	}
 	if r.Group == "" {
 		return fmt.Errorf("%w: this user may not read threadcap's files. To let it, set output.group in %s "+
 			"to a group of readers, restart threadcap, and add the user to that group (usermod -aG GROUP $USER, "+
-			"then log in again); or give a directory this user can read with --dir", err, config)
+			"then log in again); or give a directory this user can read with --dir", err, path)
 	}
 	return fmt.Errorf("%w: this user may not read threadcap's files, which the group %s may read "+
 		"(output.group in %s): add the user to it (usermod -aG %s $USER, then log in again), "+
-		"or give a directory this user can read with --dir", err, r.Group, config, r.Group)
+		"or give a directory this user can read with --dir", err, r.Group, path, r.Group)
 }
 
 // terminalWidth is the width of the terminal out is, or 0 when it is not one.

@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/threadcap/threadcap/configs/config"
+
 	"github.com/threadcap/threadcap/output/report"
 )
 
@@ -149,7 +151,7 @@ func TestPermissionProblemSaysHowToRead(t *testing.T) {
 				"usermod -aG threadcap-readers", "--dir"}},
 		{"no group", readers{ConfigPath: "/srv/tc.yaml"},
 			[]string{"permission denied", "set output.group in /srv/tc.yaml", "add the user to that group", "--dir"}},
-		{"no config file", readers{}, []string{"set output.group in " + defaultConfigPath}},
+		{"no config file", readers{}, []string{"set output.group in " + config.DefaultPath}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.readers.explain(permissionDenied("/var/lib/threadcap"))

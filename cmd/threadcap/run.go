@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/threadcap/threadcap/bpf"
+	"github.com/threadcap/threadcap/configs/config"
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/sampler"
 )
@@ -32,7 +33,7 @@ const (
 
 // runCommand is `threadcap run`: it samples until SIGINT or SIGTERM.
 func runCommand(args []string) int {
-	opts, cfg, err := settings("run", args)
+	opts, cfg, err := config.Settings("run", args)
 	if err != nil {
 		return exitCode(err)
 	}
@@ -50,7 +51,7 @@ func runCommand(args []string) int {
 }
 
 // setupLogging applies the log settings; SIGHUP calls it again.
-func setupLogging(c *Config) {
+func setupLogging(c *config.Config) {
 	level, _ := logrus.ParseLevel(c.Log.Level) // checked by Validate
 	logrus.SetLevel(level)
 	if c.Log.Format == "json" {
@@ -62,15 +63,15 @@ func setupLogging(c *Config) {
 
 // run samples until ctx ends, reloading the config at each signal on hup, then flushes the
 // current file and detaches everything.
-func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (err error) {
+func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-chan os.Signal) (err error) {
 	log := logrus.WithField(fieldComponent, "threadcap")
-	log.WithFields(cfg.fields()).Info("starting")
+	log.WithFields(cfg.Fields()).Info("starting")
 	if err := requireCapabilities(); err != nil {
 		return err
 	}
 
 	// The directory is taken first, so that a second instance stops before loading anything.
-	writer, err := output.New(cfg.outputConfig(logrus.WithField(fieldComponent, "output")))
+	writer, err := output.New(cfg.Writer(logrus.WithField(fieldComponent, "output")))
 	if errors.Is(err, output.ErrDirInUse) {
 		return dirInUse(cfg.Dir, err)
 	}
@@ -79,7 +80,7 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 	}
 	defer func() { err = errors.Join(err, writer.Close()) }()
 
-	tracker, err := bpf.Open(cfg.trackerConfig())
+	tracker, err := bpf.Open(cfg.Tracker())
 	if err != nil {
 		return err
 	}
@@ -154,7 +155,7 @@ func run(ctx context.Context, opts *options, cfg Config, hup <-chan os.Signal) (
 	return err
 }
 
-func filterOf(c *Config) sampler.Filter {
+func filterOf(c *config.Config) sampler.Filter {
 	return sampler.Filter{All: c.All, Pids: c.Pids, Processes: c.Processes, Cgroups: c.Cgroups}
 }
 

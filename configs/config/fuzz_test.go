@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package config
 
 import (
 	"errors"
@@ -9,12 +9,12 @@ import (
 	"testing"
 )
 
-func isUsage(err error) bool { return errors.As(err, new(usageError)) }
+func isUsage(err error) bool { return errors.As(err, new(UsageError)) }
 
 // FuzzParseConfig feeds the parser arbitrary files. Under plain `go test` it runs the
-// seeds; `go test -fuzz FuzzParseConfig ./cmd/threadcap` explores further.
+// seeds; `go test -fuzz FuzzParseConfig ./configs/config` explores further.
 func FuzzParseConfig(f *testing.F) {
-	shipped, err := os.ReadFile("../../configs/threadcap.yaml")
+	shipped, err := os.ReadFile("../threadcap.yaml")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg := defaultConfig()
+		cfg := Default()
 		err := parseConfig("fuzz.yaml", data, &cfg)
 		if err == nil {
 			// Whatever was accepted is either valid or refused by Validate, never a panic.

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+// Package config is every setting of threadcap: the types, their defaults, the YAML file
+// (documented by ../threadcap.yaml, next to this package), the flags that override it,
+// validation, and which settings a reload can change.
+package config
 
 import (
 	"errors"
@@ -18,7 +21,7 @@ import (
 )
 
 // Config is every setting of threadcap, as the YAML file spells it. It starts from
-// defaultConfig, is overlaid by the file, then by the flags.
+// Default, is overlaid by the file, then by the flags.
 type Config struct {
 	// Dir holds the hour files.
 	Dir string `yaml:"dir"`
@@ -97,8 +100,8 @@ func defaultDir() string {
 	return "./data"
 }
 
-// defaultConfig is the configuration when neither file nor flags say otherwise.
-func defaultConfig() Config {
+// Default is the configuration when neither file nor flags say otherwise.
+func Default() Config {
 	return Config{
 		Dir:      defaultDir(),
 		Hz:       1,
@@ -151,6 +154,12 @@ func (c *Config) origin(key string) (string, bool) {
 	list, _, isItem := strings.Cut(key, "[")
 	o, ok := c.origins[list]
 	return o, ok && isItem
+}
+
+// IsSet says whether key was set by the file or a flag, rather than left at its default.
+func (c *Config) IsSet(key string) bool {
+	_, ok := c.origin(key)
+	return ok
 }
 
 // keyError names the key, and where its value came from, in front of msg.
@@ -250,16 +259,16 @@ func (o *OutputConfig) validate(c *Config) []error {
 	return errs
 }
 
-// trackerConfig is what the kernel side is loaded with.
-func (c *Config) trackerConfig() bpf.Config {
+// Tracker is what the kernel side is loaded with.
+func (c *Config) Tracker() bpf.Config {
 	// Both modes are checked by Validate.
 	syscalls, _ := bpf.ParseSyscallMode(c.Syscalls)
 	stacks, _ := bpf.ParseStackMode(c.Stacks.Kernel)
 	return bpf.Config{Capacity: c.Capacity, Syscalls: syscalls, Stacks: stacks, UserStacks: c.Stacks.User, StackEntries: c.Stacks.Entries}
 }
 
-// outputConfig is what the writer is opened with.
-func (c *Config) outputConfig(log *logrus.Entry) output.Config {
+// Writer is what the writer is opened with.
+func (c *Config) Writer(log *logrus.Entry) output.Config {
 	o := c.Output
 	return output.Config{
 		Dir: c.Dir, FileMode: os.FileMode(o.FileMode), DirMode: os.FileMode(o.DirMode), Group: o.Group,
@@ -268,8 +277,9 @@ func (c *Config) outputConfig(log *logrus.Entry) output.Config {
 	}
 }
 
-// fields is the effective configuration, flattened for the start-up log line.
-func (c *Config) fields() logrus.Fields {
+// Fields is the effective configuration, flattened for the start-up log line (and the
+// keys Diff compares).
+func (c *Config) Fields() logrus.Fields {
 	o := c.Output
 	return logrus.Fields{
 		"dir": c.Dir, "hz": c.Hz, "all": c.All, "syscalls": c.Syscalls, "pids": c.Pids,

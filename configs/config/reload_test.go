@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package config
 
 import (
 	"slices"
@@ -9,8 +9,8 @@ import (
 )
 
 func TestDiffSaysWhatNeedsARestart(t *testing.T) {
-	old := defaultConfig()
-	next := defaultConfig()
+	old := Default()
+	next := Default()
 	next.Hz = 10
 	next.Pids = []int32{42}
 	next.Output.MaxAge = Duration(time.Hour)
@@ -18,14 +18,14 @@ func TestDiffSaysWhatNeedsARestart(t *testing.T) {
 	next.Dir = "/elsewhere"
 	next.Capacity = 1024
 	next.Output.Group = "adm"
-	changed, restart := diff(&old, &next)
+	changed, restart := Diff(&old, &next)
 	if want := []string{"hz", "log.level", "output.max_age", "pids"}; !slices.Equal(changed, want) {
 		t.Errorf("changed live: %v, want %v", changed, want)
 	}
 	if want := []string{"capacity", "dir", "output.group"}; !slices.Equal(restart, want) {
 		t.Errorf("needs a restart: %v, want %v", restart, want)
 	}
-	if c, r := diff(&old, &old); len(c)+len(r) != 0 {
+	if c, r := Diff(&old, &old); len(c)+len(r) != 0 {
 		t.Errorf("a config differs from itself: %v %v", c, r)
 	}
 }

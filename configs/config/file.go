@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package config
 
 import (
 	"bytes"
@@ -21,10 +21,10 @@ import (
 // bigger one is a mistake (or an attack) better refused before parsing.
 const maxConfigBytes = 1 << 20
 
-// readConfigFile overlays the YAML file at path on cfg. Every mistake in it is reported
+// ReadFile overlays the YAML file at path on cfg. Every mistake in it is reported
 // at once, each with the file, line and key. After an error about a value, cfg holds the
 // rest of the file, so that Validate can report the other mistakes too.
-func readConfigFile(path string, cfg *Config) error {
+func ReadFile(path string, cfg *Config) error {
 	data, err := readBounded(path)
 	if err != nil {
 		return err
@@ -177,7 +177,7 @@ var goTypeWords = map[string]string{
 }
 
 // explainTypeError turns one of the decoder's messages ("line 7: field fooo not found in
-// type main.OutputConfig") into one naming the file, line and key.
+// type config.OutputConfig") into one naming the file, line and key.
 func explainTypeError(name, msg string, keys map[int]string, cfg *Config) error {
 	m := lineMsg.FindStringSubmatch(msg)
 	if m == nil {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package config
 
 import (
 	"os"
@@ -19,11 +19,11 @@ func load(t *testing.T, yaml string, flags ...string) (Config, error) {
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := parseFlags("run", append([]string{"--config", path}, flags...), os.Stderr)
+	opts, err := ParseFlags("run", append([]string{"--config", path}, flags...), os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return opts.load()
+	return opts.Load()
 }
 
 // allKeys lists every key of Config, as the file spells it.
@@ -46,8 +46,8 @@ func allKeys(prefix string, t reflect.Type) []string {
 
 func TestShippedConfigSaysTheDefaults(t *testing.T) {
 	t.Setenv("STATE_DIRECTORY", "")
-	got := defaultConfig()
-	if err := readConfigFile("../../configs/threadcap.yaml", &got); err != nil {
+	got := Default()
+	if err := ReadFile("../threadcap.yaml", &got); err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range allKeys("", reflect.TypeOf(Config{})) {
@@ -55,7 +55,7 @@ func TestShippedConfigSaysTheDefaults(t *testing.T) {
 			t.Errorf("configs/threadcap.yaml does not document %s", key)
 		}
 	}
-	want := defaultConfig()
+	want := Default()
 	// The one value it sets: where the service keeps its files.
 	want.Dir = "/var/lib/threadcap"
 	got.origins = nil
@@ -75,11 +75,11 @@ func TestShippedConfigSaysTheDefaults(t *testing.T) {
 
 func TestDefaultDir(t *testing.T) {
 	t.Setenv("STATE_DIRECTORY", "")
-	if d := defaultConfig().Dir; d != "./data" {
+	if d := Default().Dir; d != "./data" {
 		t.Errorf("default dir by hand = %q, want ./data", d)
 	}
 	t.Setenv("STATE_DIRECTORY", "/var/lib/threadcap:/var/lib/other")
-	if d := defaultConfig().Dir; d != "/var/lib/threadcap" {
+	if d := Default().Dir; d != "/var/lib/threadcap" {
 		t.Errorf("default dir under systemd = %q, want the first StateDirectory", d)
 	}
 }
@@ -180,16 +180,16 @@ func TestEmptyFileAndMissingDefaultFile(t *testing.T) {
 	if err != nil || cfg.Hz != 1 {
 		t.Errorf("empty file: %v, hz %v; want the defaults", err, cfg.Hz)
 	}
-	opts, err := parseFlags("run", nil, os.Stderr)
+	opts, err := ParseFlags("run", nil, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.configPath = filepath.Join(t.TempDir(), "absent.yaml") // as if it were the default
-	if _, err := opts.load(); err != nil {
+	opts.Path = filepath.Join(t.TempDir(), "absent.yaml") // as if it were the default
+	if _, err := opts.Load(); err != nil {
 		t.Errorf("a missing default file: %v, want the defaults", err)
 	}
-	opts.explicit = true
-	if _, err := opts.load(); err == nil || !isUsage(err) {
+	opts.Explicit = true
+	if _, err := opts.Load(); err == nil || !isUsage(err) {
 		t.Errorf("a missing --config file: %v, want a usage error", err)
 	}
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package config
 
 import (
 	"errors"
@@ -12,21 +12,22 @@ import (
 	"strings"
 )
 
-// defaultConfigPath is read when it exists and --config does not name another file.
-const defaultConfigPath = "/etc/threadcap/threadcap.yaml"
+// DefaultPath is read when it exists and --config does not name another file.
+const DefaultPath = "/etc/threadcap/threadcap.yaml"
 
-// usageError is a mistake in how threadcap was called or configured: exit code 2.
-type usageError struct{ err error }
+// UsageError is a mistake in how threadcap was called or configured: exit code 2.
+type UsageError struct{ Err error }
 
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
 
-// options is the command line: which config file, and the flags that override it. It is
+// Options is the command line: which config file, and the flags that override it. It is
 // kept, so that SIGHUP can read the file again under the same flags.
-type options struct {
-	configPath string
-	// explicit is set when --config was given: then a missing file is an error.
-	explicit  bool
+type Options struct {
+	// Path is the config file; "" for none.
+	Path string
+	// Explicit is set when --config was given: then a missing file is an error.
+	Explicit  bool
 	overrides []override
 	pids      []int32
 	processes []string
@@ -39,29 +40,29 @@ type override struct {
 	set       func(*Config)
 }
 
-// settings parses the flags of command cmd (run or check) and loads the config they
-// name. -h gives flag.ErrHelp, which exitCode turns into a plain exit.
-func settings(cmd string, args []string) (*options, Config, error) {
-	opts, err := parseFlags(cmd, args, os.Stderr)
+// Settings parses the flags of command cmd (run or check) and loads the config they
+// name. -h gives flag.ErrHelp, which the caller turns into a plain exit.
+func Settings(cmd string, args []string) (*Options, Config, error) {
+	opts, err := ParseFlags(cmd, args, os.Stderr)
 	if err != nil {
 		return nil, Config{}, err
 	}
-	cfg, err := opts.load()
+	cfg, err := opts.Load()
 	return opts, cfg, err
 }
 
-// parseFlags parses the flags of command cmd (run or check).
-func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
-	o := &options{configPath: defaultConfigPath}
+// ParseFlags parses the flags of command cmd (run or check).
+func ParseFlags(cmd string, args []string, stderr io.Writer) (*Options, error) {
+	o := &Options{Path: DefaultPath}
 	fs := flag.NewFlagSet("threadcap "+cmd, flag.ContinueOnError)
-	// The flag package would print each error and the whole usage; exitCode prints the
+	// The flag package would print each error and the whole usage; the caller prints the
 	// error, and -h the usage.
 	fs.SetOutput(io.Discard)
-	fs.Func("config", "YAML config `file` (default "+defaultConfigPath+" when it exists; \"\" for none)", func(s string) error {
-		o.configPath, o.explicit = s, true
+	fs.Func("config", "YAML config `file` (default "+DefaultPath+" when it exists; \"\" for none)", func(s string) error {
+		o.Path, o.Explicit = s, true
 		return nil
 	})
-	o.stringFlag(fs, "dir", "dir", "`directory` for the hour files (default $STATE_DIRECTORY, else ./data)", func(c *Config, v string) { c.Dir = v })
+	o.StringFlag(fs, "dir", "dir", "`directory` for the hour files (default $STATE_DIRECTORY, else ./data)", func(c *Config, v string) { c.Dir = v })
 	fs.Func("hz", "sampling `rate` in samples a second: 100 down to 0.0003, one an hour (default 1)", func(s string) error {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil {
@@ -78,7 +79,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		o.add("all", "--all", func(c *Config) { c.All = v })
 		return nil
 	})
-	o.stringFlag(fs, "syscalls", "syscalls", "syscall `mode`: full (hook every syscall) or passive (read at switch-out) (default full)", func(c *Config, v string) { c.Syscalls = v })
+	o.StringFlag(fs, "syscalls", "syscalls", "syscall `mode`: full (hook every syscall) or passive (read at switch-out) (default full)", func(c *Config, v string) { c.Syscalls = v })
 	fs.Func("pid", "only these processes: `PID[,PID...]`; repeatable", func(s string) error {
 		for _, f := range strings.Split(s, ",") {
 			pid, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
@@ -108,8 +109,8 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		o.add("capacity", "--capacity", func(c *Config) { c.Capacity = uint32(v) })
 		return nil
 	})
-	o.stringFlag(fs, "log-level", "log.level", "`level`: debug, info, warn or error (default info)", func(c *Config, v string) { c.Log.Level = v })
-	o.stringFlag(fs, "log-format", "log.format", "`format`: text or json (default text)", func(c *Config, v string) { c.Log.Format = v })
+	o.StringFlag(fs, "log-level", "log.level", "`level`: debug, info, warn or error (default info)", func(c *Config, v string) { c.Log.Level = v })
+	o.StringFlag(fs, "log-format", "log.format", "`format`: text or json (default text)", func(c *Config, v string) { c.Log.Format = v })
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stderr, "Usage: threadcap %s [flags]\n\nFlags override the config file:\n", cmd)
@@ -117,38 +118,39 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 			fs.PrintDefaults()
 			return nil, err
 		}
-		return nil, usageError{err}
+		return nil, UsageError{err}
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Errorf("unexpected argument %q: settings are flags, like --hz 10", fs.Arg(0))}
+		return nil, UsageError{fmt.Errorf("unexpected argument %q: settings are flags, like --hz 10", fs.Arg(0))}
 	}
 	return o, nil
 }
 
-func (o *options) add(key, flag string, set func(*Config)) {
+func (o *Options) add(key, flag string, set func(*Config)) {
 	o.overrides = append(o.overrides, override{key: key, flag: flag, set: set})
 }
 
-func (o *options) stringFlag(fs *flag.FlagSet, name, key, usage string, set func(*Config, string)) {
+// StringFlag adds to fs a flag --name that sets key, a string, through set.
+func (o *Options) StringFlag(fs *flag.FlagSet, name, key, usage string, set func(*Config, string)) {
 	fs.Func(name, usage, func(s string) error {
 		o.add(key, "--"+name, func(c *Config) { set(c, s) })
 		return nil
 	})
 }
 
-// load builds the configuration: defaults, then the file, then the flags. All its errors
+// Load builds the configuration: defaults, then the file, then the flags. All its errors
 // are usageErrors.
-func (o *options) load() (Config, error) {
-	cfg := defaultConfig()
+func (o *Options) Load() (Config, error) {
+	cfg := Default()
 	var fileErr error
-	if o.configPath != "" {
-		fileErr = readConfigFile(o.configPath, &cfg)
-		if errors.Is(fileErr, os.ErrNotExist) && !o.explicit {
+	if o.Path != "" {
+		fileErr = ReadFile(o.Path, &cfg)
+		if errors.Is(fileErr, os.ErrNotExist) && !o.Explicit {
 			fileErr = nil // the default file is optional
 		}
 		var te typeErrors
 		if fileErr != nil && !errors.As(fileErr, &te) {
-			return cfg, usageError{fileErr} // unreadable: nothing more to check
+			return cfg, UsageError{fileErr} // unreadable: nothing more to check
 		}
 	}
 	for _, ov := range o.overrides {
@@ -156,7 +158,7 @@ func (o *options) load() (Config, error) {
 		cfg.setOrigin(ov.key, ov.flag)
 	}
 	if err := errors.Join(fileErr, cfg.Validate()); err != nil {
-		return cfg, usageError{err}
+		return cfg, UsageError{err}
 	}
 	return cfg, nil
 }
