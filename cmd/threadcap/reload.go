@@ -52,9 +52,7 @@ func (d *daemon) reload() {
 		return
 	}
 	// What needs a restart keeps its running value, so that it is reported until then.
-	next.Dir, next.Syscalls, next.Capacity = d.cfg.Dir, d.cfg.Syscalls, d.cfg.Capacity
-	next.Columns, next.Stacks = d.cfg.Columns, d.cfg.Stacks
-	next.Output.FileMode, next.Output.DirMode, next.Output.Group = d.cfg.Output.FileMode, d.cfg.Output.DirMode, d.cfg.Output.Group
+	next.KeepRestartOnly(&d.cfg)
 
 	setupLogging(&next)
 	if err := d.sampler.Reconfigure(sampler.Update{Interval: next.Interval(), Filter: filterOf(&next)}); err != nil {

@@ -4,14 +4,46 @@ package config
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 )
 
-// restartKeys are the settings a running threadcap cannot change: the kernel side is
-// sized and loaded with them, or the directory is held with them.
-var restartKeys = []string{"dir", "syscalls", "capacity", "columns.cgroup", "columns.fd_target",
-	"stacks.kernel", "stacks.user", "stacks.entries", "output.file_mode", "output.dir_mode", "output.group"}
+// restartOnly are the settings a running threadcap cannot change: the kernel side is sized
+// and loaded with them, or the directory is held with them. This table is the one place
+// that says so: Diff reads its keys, KeepRestartOnly its resets.
+var restartOnly = []struct {
+	key  string
+	keep func(next, running *Config)
+}{
+	{"dir", func(n, r *Config) { n.Dir = r.Dir }},
+	{"syscalls", func(n, r *Config) { n.Syscalls = r.Syscalls }},
+	{"capacity", func(n, r *Config) { n.Capacity = r.Capacity }},
+	{"columns.cgroup", func(n, r *Config) { n.Columns.Cgroup = r.Columns.Cgroup }},
+	{"columns.fd_target", func(n, r *Config) { n.Columns.FdTarget = r.Columns.FdTarget }},
+	{"stacks.kernel", func(n, r *Config) { n.Stacks.Kernel = r.Stacks.Kernel }},
+	{"stacks.user", func(n, r *Config) { n.Stacks.User = r.Stacks.User }},
+	{"stacks.entries", func(n, r *Config) { n.Stacks.Entries = r.Stacks.Entries }},
+	{"output.file_mode", func(n, r *Config) { n.Output.FileMode = r.Output.FileMode }},
+	{"output.dir_mode", func(n, r *Config) { n.Output.DirMode = r.Output.DirMode }},
+	{"output.group", func(n, r *Config) { n.Output.Group = r.Output.Group }},
+}
+
+// needsRestart says whether key is one of restartOnly.
+func needsRestart(key string) bool {
+	for _, r := range restartOnly {
+		if r.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// KeepRestartOnly sets, in c, every setting that needs a restart back to its value in
+// running: until the restart, what runs is what is reported.
+func (c *Config) KeepRestartOnly(running *Config) {
+	for _, r := range restartOnly {
+		r.keep(c, running)
+	}
+}
 
 // Diff lists the keys whose values differ between old and next: those applied live, and
 // those that need a restart.
@@ -21,7 +53,7 @@ func Diff(old, next *Config) (changed, restart []string) {
 		if fmt.Sprint(v) == fmt.Sprint(b[key]) {
 			continue
 		}
-		if slices.Contains(restartKeys, key) {
+		if needsRestart(key) {
 			restart = append(restart, key)
 		} else {
 			changed = append(changed, key)

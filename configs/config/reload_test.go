@@ -29,3 +29,30 @@ func TestDiffSaysWhatNeedsARestart(t *testing.T) {
 		t.Errorf("a config differs from itself: %v %v", c, r)
 	}
 }
+
+// TestKeepRestartOnlyKeepsWhatDiffSaysNeedsARestart: the one table drives both, so a
+// config differing in every restart-only key, once reset, differs in none of them.
+func TestKeepRestartOnlyKeepsWhatDiffSaysNeedsARestart(t *testing.T) {
+	old := Default()
+	next := Default()
+	next.Dir, next.Syscalls, next.Capacity = "/elsewhere", "passive", 1024
+	next.Columns = ColumnsConfig{}
+	next.Stacks = StacksConfig{Kernel: "off", User: true, Entries: 7}
+	next.Output.FileMode, next.Output.DirMode, next.Output.Group = 0o600, 0o700, "adm"
+	next.Hz = 10
+	_, restart := Diff(&old, &next)
+	if len(restart) != len(restartOnly) {
+		t.Errorf("needs a restart: %v, want every one of the %d restart-only keys", restart, len(restartOnly))
+	}
+	next.KeepRestartOnly(&old)
+	changed, restart := Diff(&old, &next)
+	if len(restart) != 0 || !slices.Equal(changed, []string{"hz"}) {
+		t.Errorf("after KeepRestartOnly: changed %v, restart %v; want only hz changed", changed, restart)
+	}
+	fields := old.Fields()
+	for _, r := range restartOnly {
+		if _, ok := fields[r.key]; !ok {
+			t.Errorf("restart-only key %s is not a key of Fields", r.key)
+		}
+	}
+}
