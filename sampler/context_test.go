@@ -18,6 +18,7 @@ import (
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/report"
 	"github.com/threadcap/threadcap/sampler"
+	"github.com/threadcap/threadcap/sampler/procinfo"
 	"github.com/threadcap/threadcap/state"
 	"github.com/threadcap/threadcap/test/privileged"
 	"github.com/threadcap/threadcap/test/workload"
@@ -38,7 +39,7 @@ func TestThreadInChildCgroupShowsIt(t *testing.T) {
 		return rec.ticks[len(rec.ticks)-1].rows[pid]
 	}
 	before := tick()
-	want := workload.InCgroup(t, sampler.Cgroup2Mount("/proc"), int(pid))
+	want := workload.InCgroup(t, procinfo.Cgroup2Mount("/proc"), int(pid))
 	if before.Cgroup == want || before.Cgroup == "" {
 		t.Fatalf("before the move the shell has cgroup %q, want its original one", before.Cgroup)
 	}

@@ -5,6 +5,8 @@ package sampler
 import (
 	"slices"
 	"strings"
+
+	"github.com/threadcap/threadcap/sampler/procinfo"
 )
 
 // Filter says which threads get a row at a tick.
@@ -29,8 +31,8 @@ func (f *Filter) wantsPid(pid int32) bool {
 	return len(f.Pids) == 0 || slices.Contains(f.Pids, pid)
 }
 
-func (f *Filter) wantsProcess(p *process) bool {
-	if len(f.Processes) > 0 && !slices.Contains(f.Processes, p.name) {
+func (f *Filter) wantsProcess(p *procinfo.Process) bool {
+	if len(f.Processes) > 0 && !slices.Contains(f.Processes, p.Name) {
 		return false
 	}
 	if len(f.Cgroups) == 0 {
@@ -38,7 +40,7 @@ func (f *Filter) wantsProcess(p *process) bool {
 	}
 	for _, cg := range f.Cgroups {
 		cg = strings.TrimSuffix(cg, "/")
-		if p.cgroup == cg || strings.HasPrefix(p.cgroup, cg+"/") {
+		if p.Cgroup == cg || strings.HasPrefix(p.Cgroup, cg+"/") {
 			return true
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/threadcap/threadcap/bpf"
+	"github.com/threadcap/threadcap/sampler/procinfo"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -121,9 +122,9 @@ type Sampler struct {
 	prevMono uint64     // the previous tick, on the Mono clock
 	armed    armedTick  // the next tick, as the kernel side was told of it
 	seeded   map[int32]*state.Thread
-	procs    *processCache
-	cgroups  *cgroupCache
-	fds      *fdCache
+	procs    *procinfo.Processes
+	cgroups  *procinfo.Cgroups
+	fds      *procinfo.FdTargets
 	kstacks  *kernelStacks // nil without Config.Stacks
 	ustacks  *userStacks   // nil without Config.Stacks
 	prune    stackPrune
@@ -145,12 +146,12 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 		cfg.ProcRoot = "/proc"
 	}
 	if cfg.CgroupRoot == "" {
-		cfg.CgroupRoot = Cgroup2Mount(cfg.ProcRoot)
+		cfg.CgroupRoot = procinfo.Cgroup2Mount(cfg.ProcRoot)
 	}
 	if cfg.Kallsyms == "" {
 		cfg.Kallsyms = filepath.Join(cfg.ProcRoot, "kallsyms")
 	}
-	procs, err := newProcessCache(cfg.ProcRoot)
+	procs, err := procinfo.NewProcesses(cfg.ProcRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -164,8 +165,8 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 	}
 	s := &Sampler{
 		cfg: cfg, src: src, sink: sink, procs: procs,
-		cgroups: newCgroupCache(cfg.ProcRoot, cfg.CgroupRoot),
-		fds:     newFdCache(cfg.ProcRoot),
+		cgroups: procinfo.NewCgroups(cfg.ProcRoot, cfg.CgroupRoot),
+		fds:     procinfo.NewFdTargets(cfg.ProcRoot),
 		kstacks: kstacks,
 		ustacks: ustacks,
 		seeded:  map[int32]*state.Thread{},

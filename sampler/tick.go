@@ -81,7 +81,7 @@ func (s *Sampler) Tick(wall time.Time) error {
 	s.rows = s.rows[:0]
 	s.writeErr = nil
 	s.dead = s.dead[:0]
-	s.fds.nextTick()
+	s.fds.NextTick()
 	s.src.Scan(since, mono, func(slot uint32, th *state.Thread) { s.observe(slot, th, mono, wall) })
 	for _, th := range s.seeded {
 		if s.cfg.Filter.All || th.State.Active() {
@@ -96,9 +96,9 @@ func (s *Sampler) Tick(wall time.Time) error {
 	}
 	s.prevMono = mono
 	s.stats.Ticks++
-	s.procs.expire(wall)
-	s.cgroups.expire(wall)
-	s.fds.expire(wall)
+	s.procs.Expire(wall)
+	s.cgroups.Expire(wall)
+	s.fds.Expire(wall)
 	if s.ustacks != nil {
 		s.ustacks.expire(wall)
 	}
@@ -152,9 +152,9 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 	}
 	if th.State == state.Dead {
 		s.dead = append(s.dead, slot)
-		s.procs.exited(th)
+		s.procs.Exited(th)
 		if th.Tid == th.Pid {
-			s.fds.exited(th.Pid)
+			s.fds.Exited(th.Pid)
 			if s.ustacks != nil {
 				s.ustacks.exited(th.Pid)
 			}
@@ -244,16 +244,16 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 	if !s.cfg.Filter.wantsPid(th.Pid) {
 		return
 	}
-	proc := s.procs.get(th, wall)
+	proc := s.procs.Get(th, wall)
 	if !s.cfg.Filter.wantsProcess(proc) {
 		return
 	}
-	row.Process, row.User, row.Exe = proc.name, proc.user, proc.exe
+	row.Process, row.User, row.Exe = proc.Name, proc.User, proc.Exe
 	if !s.cfg.NoCgroup {
 		// A seeded thread has no cgroup id yet: its process's cgroup stands in.
-		row.Cgroup = s.cgroups.path(th.CgroupID, th.Pid, th.Tid, wall)
+		row.Cgroup = s.cgroups.Path(th.CgroupID, th.Pid, th.Tid, wall)
 		if row.Cgroup == "" {
-			row.Cgroup = proc.cgroup
+			row.Cgroup = proc.Cgroup
 		}
 	}
 	s.addStack(&row, th)
@@ -261,7 +261,7 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 		row.Syscall = state.SyscallName(th.Syscall)
 		row.Args = th.Args
 		if !s.cfg.NoFdTarget {
-			row.FdTarget = s.fds.target(row.Syscall, th.Args[0], th.Pid, th.Tid, th.SyscallNs, wall)
+			row.FdTarget = s.fds.Target(row.Syscall, th.Args[0], th.Pid, th.Tid, th.SyscallNs, wall)
 		}
 		if th.SyscallNs != 0 && mono > th.SyscallNs {
 			row.SyscallUs = int64(mono-th.SyscallNs) / 1000

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
+	"github.com/threadcap/threadcap/sampler/procinfo"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -153,11 +154,11 @@ func (u *userStacks) forget(id uint16) {
 // exited forgets a process whose main thread has exited.
 func (u *userStacks) exited(pid int32) { delete(u.procs, pid) }
 
-// expire forgets processes and symbol tables no stack needed for idleProcess, at most
+// expire forgets processes and symbol tables no stack needed for procinfo.IdleProcess, at most
 // once a minute.
 func (u *userStacks) expire(now time.Time) {
-	if sweepDue(&u.swept, now) {
-		maps.DeleteFunc(u.procs, func(_ int32, p *procUser) bool { return idle(now, p.used) })
-		maps.DeleteFunc(u.files, func(_ fileID, f *fileSymbols) bool { return idle(now, f.used) })
+	if procinfo.SweepDue(&u.swept, now) {
+		maps.DeleteFunc(u.procs, func(_ int32, p *procUser) bool { return procinfo.Idle(now, p.used) })
+		maps.DeleteFunc(u.files, func(_ fileID, f *fileSymbols) bool { return procinfo.Idle(now, f.used) })
 	}
 }

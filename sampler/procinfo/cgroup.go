@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package sampler
+package procinfo
 
 import (
 	"bufio"
@@ -38,11 +38,11 @@ func Cgroup2Mount(procRoot string) string {
 	return DefaultCgroupRoot
 }
 
-// cgroupCache turns the cgroup ids the kernel side records into cgroup v2 paths. A path is
+// Cgroups turns the cgroup ids the kernel side records into cgroup v2 paths. A path is
 // read once per cgroup, from /proc of the first thread seen in it, not once per thread or
 // tick. Cgroup ids are never reused on 64-bit kernels, so an entry stays right until the
 // cgroup is gone; entries no row has needed for a while are dropped.
-type cgroupCache struct {
+type Cgroups struct {
 	procRoot, cgroupRoot string
 	paths                map[uint64]*cgroupPath
 	swept                time.Time
@@ -53,13 +53,15 @@ type cgroupPath struct {
 	used time.Time
 }
 
-func newCgroupCache(procRoot, cgroupRoot string) *cgroupCache {
-	return &cgroupCache{procRoot: procRoot, cgroupRoot: cgroupRoot, paths: map[uint64]*cgroupPath{}}
+// NewCgroups reads cgroup paths from /proc at procRoot and checks them against the
+// cgroup v2 hierarchy mounted at cgroupRoot.
+func NewCgroups(procRoot, cgroupRoot string) *Cgroups {
+	return &Cgroups{procRoot: procRoot, cgroupRoot: cgroupRoot, paths: map[uint64]*cgroupPath{}}
 }
 
-// path is the cgroup v2 path of cgroup id, which thread tid of pid was last seen in; ""
+// Path is the cgroup v2 path of cgroup id, which thread tid of pid was last seen in; ""
 // when it cannot be told (the thread has exited, or moved since).
-func (c *cgroupCache) path(id uint64, pid, tid int32, now time.Time) string {
+func (c *Cgroups) Path(id uint64, pid, tid int32, now time.Time) string {
 	if id == 0 {
 		return ""
 	}
@@ -77,7 +79,7 @@ func (c *cgroupCache) path(id uint64, pid, tid int32, now time.Time) string {
 
 // read reads the thread's cgroup v2 path and checks that the directory there is cgroup id
 // (its inode), as the thread may have moved since the kernel side recorded the id.
-func (c *cgroupCache) read(id uint64, pid, tid int32) (string, bool) {
+func (c *Cgroups) read(id uint64, pid, tid int32) (string, bool) {
 	f, err := os.Open(filepath.Join(c.procRoot, strconv.Itoa(int(pid)), "task", strconv.Itoa(int(tid)), "cgroup"))
 	if err != nil {
 		return "", false
@@ -103,9 +105,9 @@ func (c *cgroupCache) read(id uint64, pid, tid int32) (string, bool) {
 	return path, true
 }
 
-// expire forgets cgroups no row has needed for idleProcess, at most once a minute.
-func (c *cgroupCache) expire(now time.Time) {
-	if sweepDue(&c.swept, now) {
-		maps.DeleteFunc(c.paths, func(_ uint64, p *cgroupPath) bool { return idle(now, p.used) })
+// Expire forgets cgroups no row has needed for IdleProcess, at most once a minute.
+func (c *Cgroups) Expire(now time.Time) {
+	if SweepDue(&c.swept, now) {
+		maps.DeleteFunc(c.paths, func(_ uint64, p *cgroupPath) bool { return Idle(now, p.used) })
 	}
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package sampler
+package procinfo
 
 import (
 	"os"
@@ -45,19 +45,19 @@ func TestCgroupPathChecksTheID(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	c := newCgroupCache(proc, cgroups)
+	c := NewCgroups(proc, cgroups)
 	write("/system.slice/db.service")
-	if got := c.path(st.Ino+1, 10, 11, now); got != "" {
+	if got := c.Path(st.Ino+1, 10, 11, now); got != "" {
 		t.Errorf("a path whose directory is another cgroup was accepted: %q", got)
 	}
-	if got := c.path(st.Ino, 10, 11, now); got != "/system.slice/db.service" {
+	if got := c.Path(st.Ino, 10, 11, now); got != "/system.slice/db.service" {
 		t.Errorf("cgroup %d: path %q, want /system.slice/db.service", st.Ino, got)
 	}
 	write("/elsewhere")
-	if got := c.path(st.Ino, 10, 11, now); got != "/system.slice/db.service" {
+	if got := c.Path(st.Ino, 10, 11, now); got != "/system.slice/db.service" {
 		t.Errorf("a known cgroup id was read again: %q", got)
 	}
-	c.expire(now.Add(idleProcess + 2*time.Minute))
+	c.Expire(now.Add(IdleProcess + 2*time.Minute))
 	if len(c.paths) != 0 {
 		t.Errorf("a cgroup no row needed for long is still cached")
 	}

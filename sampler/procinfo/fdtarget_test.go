@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package sampler
+package procinfo
 
 import (
 	"os"
@@ -27,29 +27,29 @@ func TestFdTargetIsCheckedNotReread(t *testing.T) {
 		}
 	}
 	now := time.Now()
-	c := newFdCache(proc)
+	c := NewFdTargets(proc)
 	link("ibdata1")
-	c.nextTick()
-	if got := c.target("pread64", 7, 10, 11, 1000, now); got != filepath.Join(files, "ibdata1") {
+	c.NextTick()
+	if got := c.Target("pread64", 7, 10, 11, 1000, now); got != filepath.Join(files, "ibdata1") {
 		t.Fatalf("pread64 on fd 7: %q, want the file it links to", got)
 	}
-	if got := c.target("futex", 7, 10, 11, 1000, now); got != "" {
+	if got := c.Target("futex", 7, 10, 11, 1000, now); got != "" {
 		t.Errorf("futex takes no descriptor but got %q", got)
 	}
-	if got := c.target("read", 1<<40, 10, 11, 1000, now); got != "" {
+	if got := c.Target("read", 1<<40, 10, 11, 1000, now); got != "" {
 		t.Errorf("an argument that is no descriptor got %q", got)
 	}
 	os.Remove(filepath.Join(fdDir, "7"))
-	c.nextTick()
-	if got := c.target("pread64", 7, 10, 11, 1000, now); got != filepath.Join(files, "ibdata1") {
+	c.NextTick()
+	if got := c.Target("pread64", 7, 10, 11, 1000, now); got != filepath.Join(files, "ibdata1") {
 		t.Errorf("the same syscall at the next tick was looked up again: %q", got)
 	}
 	link("redo.log")
-	c.nextTick()
-	if got := c.target("write", 7, 10, 11, 2000, now); got != filepath.Join(files, "redo.log") {
+	c.NextTick()
+	if got := c.Target("write", 7, 10, 11, 2000, now); got != filepath.Join(files, "redo.log") {
 		t.Errorf("fd 7 now opens redo.log, got %q", got)
 	}
-	c.exited(10)
+	c.Exited(10)
 	if len(c.entries) != 0 {
 		t.Errorf("descriptors of an exited process are still cached")
 	}

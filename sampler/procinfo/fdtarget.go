@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package sampler
+package procinfo
 
 import (
 	"maps"
@@ -41,11 +41,11 @@ type fdEntry struct {
 	used    time.Time
 }
 
-// fdCache names the file descriptors syscalls wait on. A descriptor is looked up in /proc
+// FdTargets names the file descriptors syscalls wait on. A descriptor is looked up in /proc
 // once (readlink, and for a socket the /proc/net tables); after that a row costs nothing
 // while its syscall goes on, and one stat per descriptor per tick otherwise, which tells a
 // closed or dup'ed-over number (another inode) from the same file.
-type fdCache struct {
+type FdTargets struct {
 	procRoot string
 	entries  map[fdKey]*fdEntry
 	sockets  *socketTables
@@ -53,16 +53,17 @@ type fdCache struct {
 	swept    time.Time
 }
 
-func newFdCache(procRoot string) *fdCache {
-	return &fdCache{procRoot: procRoot, entries: map[fdKey]*fdEntry{}, sockets: newSocketTables(procRoot)}
+// NewFdTargets names descriptors from /proc at procRoot.
+func NewFdTargets(procRoot string) *FdTargets {
+	return &FdTargets{procRoot: procRoot, entries: map[fdKey]*fdEntry{}, sockets: newSocketTables(procRoot)}
 }
 
-// nextTick starts a tick: each descriptor is checked at most once per tick.
-func (c *fdCache) nextTick() { c.tick++ }
+// NextTick starts a tick: each descriptor is checked at most once per tick.
+func (c *FdTargets) NextTick() { c.tick++ }
 
-// target names descriptor fd of process pid, which thread tid has used since sinceNs in
+// Target names descriptor fd of process pid, which thread tid has used since sinceNs in
 // syscall name; "" when the syscall takes no descriptor or it cannot be told.
-func (c *fdCache) target(name string, fd uint64, pid, tid int32, sinceNs uint64, now time.Time) string {
+func (c *FdTargets) Target(name string, fd uint64, pid, tid int32, sinceNs uint64, now time.Time) string {
 	if !fdSyscalls[name] || int64(int32(fd)) != int64(fd) || int32(fd) < 0 {
 		return ""
 	}
@@ -104,8 +105,8 @@ func socketInode(link string) (uint64, bool) {
 	return ino, err == nil
 }
 
-// exited forgets the descriptors of a process whose main thread has exited.
-func (c *fdCache) exited(pid int32) {
+// Exited forgets the descriptors of a process whose main thread has exited.
+func (c *FdTargets) Exited(pid int32) {
 	for k := range c.entries {
 		if k.pid == pid {
 			delete(c.entries, k)
@@ -113,11 +114,11 @@ func (c *fdCache) exited(pid int32) {
 	}
 }
 
-// expire forgets descriptors no row has needed for idleProcess, at most once a minute.
-func (c *fdCache) expire(now time.Time) {
-	if !sweepDue(&c.swept, now) {
+// Expire forgets descriptors no row has needed for IdleProcess, at most once a minute.
+func (c *FdTargets) Expire(now time.Time) {
+	if !SweepDue(&c.swept, now) {
 		return
 	}
-	maps.DeleteFunc(c.entries, func(_ fdKey, e *fdEntry) bool { return idle(now, e.used) })
+	maps.DeleteFunc(c.entries, func(_ fdKey, e *fdEntry) bool { return Idle(now, e.used) })
 	c.sockets.expire(c.tick)
 }
