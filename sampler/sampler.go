@@ -16,6 +16,7 @@ import (
 
 	"github.com/threadcap/threadcap/bpf"
 	"github.com/threadcap/threadcap/sampler/procinfo"
+	"github.com/threadcap/threadcap/sampler/symbolize"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -33,6 +34,15 @@ type Source interface {
 	// Counters reads the kernel side's own losses, cumulative since it started: the
 	// sampler reports them as they grow (losses.go) and keeps some in its Stats.
 	Counters() (bpf.Counters, error)
+}
+
+// StackSource reads the stacks the kernel side captured; *bpf.Tracker implements it.
+type StackSource interface {
+	// Stack returns the frames of stack id (as records hold it: id + 1), innermost first.
+	Stack(id uint16) ([]uint64, error)
+	// PruneStacks deletes the stacks no record holds and returns their ids, which the
+	// kernel side may give other stacks from then on.
+	PruneStacks() ([]uint16, error)
 }
 
 // Sink takes each tick's rows, in one call or, when there are many, in batches with the
@@ -125,8 +135,8 @@ type Sampler struct {
 	procs    *procinfo.Processes
 	cgroups  *procinfo.Cgroups
 	fds      *procinfo.FdTargets
-	kstacks  *kernelStacks // nil without Config.Stacks
-	ustacks  *userStacks   // nil without Config.Stacks
+	kstacks  *symbolize.KernelStacks // nil without Config.Stacks
+	ustacks  *symbolize.UserStacks   // nil without Config.Stacks
 	prune    stackPrune
 	rows     []state.Sample // this tick's, since the last flush
 	writeErr error          // the first failed Write of this tick
@@ -155,11 +165,11 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 	if err != nil {
 		return nil, err
 	}
-	var kstacks *kernelStacks
-	var ustacks *userStacks
+	var kstacks *symbolize.KernelStacks
+	var ustacks *symbolize.UserStacks
 	if cfg.Stacks != nil {
-		kstacks = newKernelStacks(cfg.Stacks, cfg.Kallsyms, cfg.Log)
-		if ustacks, err = newUserStacks(cfg.Stacks, cfg.ProcRoot); err != nil {
+		kstacks = symbolize.NewKernelStacks(cfg.Stacks, cfg.Kallsyms, cfg.Log)
+		if ustacks, err = symbolize.NewUserStacks(cfg.Stacks, cfg.ProcRoot); err != nil {
 			return nil, err
 		}
 	}

@@ -4,12 +4,13 @@ package sampler
 
 import (
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/threadcap/threadcap/sampler/symbolize"
 )
 
 // fakeStacks is a stack map: ids to frames, and the ids the next prune deletes.
@@ -35,10 +36,8 @@ func (f *fakeStacks) PruneStacks() ([]uint16, error) {
 // stack captured before the prune gets no stack, and one captured after gets the new
 // stack stored under the id, not the old one cached.
 func TestPrunedStackIDsAreForgotten(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kallsyms")
-	if err := os.WriteFile(path, []byte(kallsymsFixture), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// symbolize's kallsyms fixture.
+	path := filepath.Join("symbolize", "testdata", "kallsyms")
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	src := &fakeStacks{frames: map[uint16][]uint64{
@@ -46,15 +45,15 @@ func TestPrunedStackIDsAreForgotten(t *testing.T) {
 		5: {0xffffffff82000110, 0xffffffff81200040, 0xffffffff81300010},
 	}}
 	mono := uint64(1000)
-	ustacks, err := newUserStacks(src, "/proc")
+	ustacks, err := symbolize.NewUserStacks(src, "/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &Sampler{
 		cfg:     Config{Stacks: src, Mono: func() uint64 { return mono }, Log: logrus.NewEntry(log)},
-		kstacks: newKernelStacks(src, path, logrus.NewEntry(log)), ustacks: ustacks,
+		kstacks: symbolize.NewKernelStacks(src, path, logrus.NewEntry(log)), ustacks: ustacks,
 	}
-	if got := s.kstacks.get(5).wchan; got != "kernel_clone" {
+	if got := s.kstacks.Get(5).Wchan; got != "kernel_clone" {
 		t.Fatalf("stack 5 waits in %q, want kernel_clone", got)
 	}
 	now := time.Now()
@@ -66,7 +65,7 @@ func TestPrunedStackIDsAreForgotten(t *testing.T) {
 	}
 	// The kernel side gives id 5 another stack: do_syscall_64 alone.
 	src.frames[5] = []uint64{0xffffffff82000110, 0xffffffff81100020}
-	if got := s.kstacks.get(5).wchan; got != "do_syscall_64" {
+	if got := s.kstacks.Get(5).Wchan; got != "do_syscall_64" {
 		t.Errorf("id 5 reused for another stack reads as waiting in %q, want do_syscall_64", got)
 	}
 	s.pruneStacks(now.Add(pruneEvery / 2))

@@ -100,13 +100,13 @@ func (s *Sampler) Tick(wall time.Time) error {
 	s.cgroups.Expire(wall)
 	s.fds.Expire(wall)
 	if s.ustacks != nil {
-		s.ustacks.expire(wall)
+		s.ustacks.Expire(wall)
 	}
 	s.checkLosses(wall)
 	s.pruneStacks(wall)
 	s.flush(wall)
 	if s.kstacks != nil {
-		s.kstacks.load() // from the first tick on: see load
+		s.kstacks.Load() // from the first tick on: see symbolize.KernelStacks.Load
 	}
 	if s.writeErr != nil {
 		return s.writeErr
@@ -156,7 +156,7 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 		if th.Tid == th.Pid {
 			s.fds.Exited(th.Pid)
 			if s.ustacks != nil {
-				s.ustacks.exited(th.Pid)
+				s.ustacks.Exited(th.Pid)
 			}
 		}
 		*p = snapshot{}
@@ -286,12 +286,12 @@ func (s *Sampler) addStack(row *state.Sample, th *state.Thread) {
 		return
 	}
 	if th.KernelStack != 0 && s.stackValid(th.KernelStack, th.SinceNs) {
-		ks := s.kstacks.get(th.KernelStack)
-		if ks.stack != nil {
-			row.KernelStack, row.Wchan = ks.stack, ks.wchan
+		ks := s.kstacks.Get(th.KernelStack)
+		if ks.Stack != nil {
+			row.KernelStack, row.Wchan = ks.Stack, ks.Wchan
 		}
 	}
 	if th.UserStack != 0 && s.stackValid(th.UserStack, th.SinceNs) {
-		row.UserStack = s.ustacks.get(th, row.Time)
+		row.UserStack = s.ustacks.Get(th, row.Time)
 	}
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package sampler
+package symbolize
 
 import (
 	"os"
@@ -9,29 +9,12 @@ import (
 	"testing"
 )
 
-// kallsymsFixture is a few lines of /proc/kallsyms: core text, the scheduler's section,
+// kallsymsFixture holds a few lines of /proc/kallsyms: core text, the scheduler's section,
 // data (ignored), and a module's symbols after the core kernel's, out of order.
-const kallsymsFixture = `ffffffff81000000 T _stext
-ffffffff81100000 T do_syscall_64
-ffffffff81200000 t kernel_clone
-ffffffff81300000 T __x64_sys_vfork
-ffffffff81400000 D some_data
-ffffffff82000000 T __sched_text_start
-ffffffff82000100 t __schedule
-ffffffff82000200 T schedule
-ffffffff82000300 T wait_for_completion_state
-ffffffff82001000 T __sched_text_end
-ffffffff82100000 t __traceiter_sched_switch
-ffffffffc0002000 t xfs_buf_read	[xfs]
-ffffffffc0001000 t bpf_prog_6deef7357e7b4530_on_switch	[bpf]
-`
+var kallsymsFixture = filepath.Join("testdata", "kallsyms")
 
 func TestKernelStackFrames(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kallsyms")
-	if err := os.WriteFile(path, []byte(kallsymsFixture), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	k, err := readKallsyms(path)
+	k, err := readKallsyms(kallsymsFixture)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package sampler
+package symbolize
 
 import (
 	"os"
@@ -32,7 +32,7 @@ func TestELFSymbolsOfThisBinary(t *testing.T) {
 	if !found {
 		t.Skip("this test binary is position-independent: its load address is not its link address")
 	}
-	if got, want := e.name(off+4), "github.com/threadcap/threadcap/sampler.readELFSymbols"; got != want {
+	if got, want := e.name(off+4), "github.com/threadcap/threadcap/sampler/symbolize.readELFSymbols"; got != want {
 		t.Errorf("function at file offset %#x is %q, want %q", off+4, got, want)
 	}
 	if got := e.name(1 << 62); got != "" {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package sampler
+package symbolize
 
 import (
 	"fmt"
@@ -31,11 +31,11 @@ type procUser struct {
 	used    time.Time
 }
 
-// userStacks symbolizes user-space stacks: per process, as the same addresses mean other
+// UserStacks symbolizes user-space stacks: per process, as the same addresses mean other
 // functions in another address space, and once per stack id and process. Symbol tables
 // are read once per file (by device, inode and mtime), shared by every process mapping it.
-type userStacks struct {
-	src      StackSource
+type UserStacks struct {
+	src      StackReader
 	procRoot string
 	fs       procfs.FS
 	procs    map[int32]*procUser
@@ -48,17 +48,19 @@ type fileSymbols struct {
 	used time.Time
 }
 
-func newUserStacks(src StackSource, procRoot string) (*userStacks, error) {
+// NewUserStacks symbolizes the user stacks src reads, with the maps and mapped files of
+// the processes under procRoot.
+func NewUserStacks(src StackReader, procRoot string) (*UserStacks, error) {
 	fs, err := procfs.NewFS(procRoot)
 	if err != nil {
 		return nil, err
 	}
-	return &userStacks{src: src, procRoot: procRoot, fs: fs, procs: map[int32]*procUser{},
+	return &UserStacks{src: src, procRoot: procRoot, fs: fs, procs: map[int32]*procUser{},
 		files: map[fileID]*fileSymbols{}}, nil
 }
 
-// get returns user stack id of th's process, symbolized; nil when it cannot be read.
-func (u *userStacks) get(th *state.Thread, now time.Time) *state.Stack {
+// Get returns user stack id of th's process, symbolized; nil when it cannot be read.
+func (u *UserStacks) Get(th *state.Thread, now time.Time) *state.Stack {
 	p := u.procs[th.Pid]
 	if p == nil || p.execGen != th.ExecGen {
 		p = &procUser{execGen: th.ExecGen, byID: map[uint16]*state.Stack{}}
@@ -83,7 +85,7 @@ func (u *userStacks) get(th *state.Thread, now time.Time) *state.Stack {
 
 // frame names the function at ip in process pid: its symbol, or the file's name in
 // brackets when it has none, [anon] for anonymous memory (JIT code), [unknown] otherwise.
-func (u *userStacks) frame(pid int32, p *procUser, ip uint64, now time.Time) string {
+func (u *UserStacks) frame(pid int32, p *procUser, ip uint64, now time.Time) string {
 	m := p.mapping(ip)
 	if m == nil {
 		// Mapped since the maps were read (a library loaded later): read them again.
@@ -111,7 +113,7 @@ func (p *procUser) mapping(ip uint64) *procfs.ProcMap {
 	return nil
 }
 
-func (u *userStacks) readMaps(pid int32) []*procfs.ProcMap {
+func (u *UserStacks) readMaps(pid int32) []*procfs.ProcMap {
 	proc, err := u.fs.Proc(int(pid))
 	if err != nil {
 		return nil
@@ -126,7 +128,7 @@ func (u *userStacks) readMaps(pid int32) []*procfs.ProcMap {
 
 // symbols reads the mapped file through /proc/PID/map_files, which reaches it whatever the
 // process's mount namespace, and even once deleted (an upgraded package).
-func (u *userStacks) symbols(pid int32, m *procfs.ProcMap, now time.Time) *elfSymbols {
+func (u *UserStacks) symbols(pid int32, m *procfs.ProcMap, now time.Time) *elfSymbols {
 	path := filepath.Join(u.procRoot, strconv.Itoa(int(pid)), "map_files",
 		fmt.Sprintf("%x-%x", m.StartAddr, m.EndAddr))
 	var st syscall.Stat_t
@@ -144,19 +146,19 @@ func (u *userStacks) symbols(pid int32, m *procfs.ProcMap, now time.Time) *elfSy
 	return f.syms
 }
 
-// forget drops what was cached for stack id, which the kernel side may reuse.
-func (u *userStacks) forget(id uint16) {
+// Forget drops what was cached for stack id, which the kernel side may reuse.
+func (u *UserStacks) Forget(id uint16) {
 	for _, p := range u.procs {
 		delete(p.byID, id)
 	}
 }
 
-// exited forgets a process whose main thread has exited.
-func (u *userStacks) exited(pid int32) { delete(u.procs, pid) }
+// Exited forgets a process whose main thread has exited.
+func (u *UserStacks) Exited(pid int32) { delete(u.procs, pid) }
 
-// expire forgets processes and symbol tables no stack needed for procinfo.IdleProcess, at most
+// Expire forgets processes and symbol tables no stack needed for procinfo.IdleProcess, at most
 // once a minute.
-func (u *userStacks) expire(now time.Time) {
+func (u *UserStacks) Expire(now time.Time) {
 	if procinfo.SweepDue(&u.swept, now) {
 		maps.DeleteFunc(u.procs, func(_ int32, p *procUser) bool { return procinfo.Idle(now, p.used) })
 		maps.DeleteFunc(u.files, func(_ fileID, f *fileSymbols) bool { return procinfo.Idle(now, f.used) })
