@@ -155,6 +155,7 @@ func (r *Record) Thread(t *state.Thread, tick uint64) {
 		SinceNs:        v.SinceNs,
 		StateNs:        v.StateNs,
 		CPUNs:          v.CpuNs,
+		CPUSyncNs:      v.CpuAtNs,
 		Voluntary:      uint64(v.Nvcsw),
 		Involuntary:    uint64(v.Nivcsw),
 		Syscall:        v.ScNr,

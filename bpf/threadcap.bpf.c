@@ -128,15 +128,20 @@ static __always_inline void count(enum tc_counter which)
  * Opens a write to r, made at now. The first write at or after the tick keeps the view as
  * it stood at the tick: a comparison per event, a copy per thread and tick at most.
  */
-static __always_inline void write_begin(struct record *r, __u64 now)
+static __always_inline void keep_tick(struct record *r, __u64 now)
 {
 	__u64 tick = tick_ns;
 
-	seq_bump(r);
 	if (tick && now >= tick && r->tick_ns != tick) {
 		__builtin_memcpy(&r->at_tick, &r->live, sizeof(r->live));
 		r->tick_ns = tick;
 	}
+}
+
+static __always_inline void write_begin(struct record *r, __u64 now)
+{
+	seq_bump(r);
+	keep_tick(r, now);
 }
 
 #define write_end(r) seq_bump(r)
@@ -195,8 +200,11 @@ static __always_inline void unseen_switch_out(struct record *r, struct task_stru
 {
 	__u64 ran = task->se.sum_exec_runtime - r->exec_ns;
 
-	enter_state(r, off, r->live.since_ns + ran_since(r, task, now));
+	__u64 left = r->live.since_ns + ran_since(r, task, now);
+
+	enter_state(r, off, left);
 	r->live.cpu_ns += ran;
+	r->live.cpu_at_ns = left;
 	r->exec_ns = task->se.sum_exec_runtime;
 	if (off == TC_RUNNABLE)
 		r->live.nivcsw++;
@@ -283,6 +291,7 @@ static __noinline struct record *record_claim(struct task_struct *task, struct t
 	for (i = 0; i < TC_TIMED_STATES; i++)
 		v->state_ns[i] = 0;
 	v->cpu_ns = 0;
+	v->cpu_at_ns = now;
 	v->nvcsw = 0;
 	v->nivcsw = 0;
 	v->sc_nr = TC_NO_SYSCALL;
@@ -366,6 +375,7 @@ static __noinline void left_unseen(__u32 slot, __u64 left, bool lookup)
 	/* The kernel's count is out of reach: the time from the switch-in stands in. */
 	if (left > r->live.since_ns)
 		r->live.cpu_ns += left - r->live.since_ns;
+	r->live.cpu_at_ns = left;
 	enter_state(r, TC_SLEEPING, left);
 	r->live.nvcsw++;
 	write_end(r);
@@ -526,6 +536,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 		unseen_switch_in(r, prev, now);
 	exec = prev->se.sum_exec_runtime;
 	r->live.cpu_ns += exec - r->exec_ns;
+	r->live.cpu_at_ns = now;
 	r->exec_ns = exec;
 	r->live.kstack = kstack;
 	r->live.ustack = ustack;
@@ -559,6 +570,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now, __u32
 
 	enter_state(r, TC_ON_CPU, now);
 	r->exec_ns = next->se.sum_exec_runtime;
+	r->live.cpu_at_ns = now;
 	r->live.cpu = cpu;
 	/* Passive mode cannot see the syscall end: once running, the task's syscall is unknown. */
 	if (passive_syscalls)
@@ -654,6 +666,47 @@ int BPF_PROG(on_idle, unsigned int state, unsigned int cpu)
 		left_unseen(*cs, bpf_ktime_get_ns(), false);
 		*cs = 0;
 	}
+	return 0;
+}
+
+/*
+ * A timer has run on this CPU: at least the scheduler's tick, every 1/HZ on a busy CPU,
+ * which has just brought the running task's se.sum_exec_runtime up to date. What runs now
+ * is known for certain, which events alone cannot promise (see unseen_switch_out): a
+ * thread that came in unseen is set on CPU from when the kernel says it did, within a
+ * tick instead of at its next switch seen, and the kernel's count of a running thread's
+ * CPU time is brought up to date, so that time the hypervisor took (steal, which the
+ * kernel does not count) or a switch missed is not credited as on CPU for longer than a
+ * tick. Only on a change: a record is written once per tick, not per timer.
+ */
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(on_timer, void *timer)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u64 now, in, exec;
+	struct record *r;
+
+	if (!task->pid)
+		return 0;
+	r = current_record(task);
+	if (!r)
+		return 0;
+	exec = task->se.sum_exec_runtime;
+	if (r->live.state == TC_ON_CPU && r->live.cpu == cpu && exec == r->exec_ns)
+		return 0;
+	now = bpf_ktime_get_ns();
+	in = came_in(r, task, now);
+	/* The view at the tick shows the thread on CPU if it came in before the tick. */
+	write_begin(r, in);
+	if (r->live.state != TC_ON_CPU)
+		unseen_switch_in(r, task, now);
+	keep_tick(r, now);
+	r->live.cpu = cpu;
+	r->live.cpu_ns += exec - r->exec_ns;
+	r->live.cpu_at_ns = now;
+	r->exec_ns = exec;
+	write_end(r);
 	return 0;
 }
 

@@ -36,7 +36,8 @@ enum tc_counter : __u32 {
  */
 struct tc_view {
 	__u64 since_ns; /* CLOCK_MONOTONIC time the current state began */
-	__u64 cpu_ns;   /* the kernel's count of its CPU time, up to the last switch-out seen */
+	__u64 cpu_ns;   /* the kernel's count of its CPU time, up to cpu_at_ns */
+	__u64 cpu_at_ns; /* when cpu_ns was brought up to date: a switch, or a timer while on CPU */
 	__u64 state_ns[TC_TIMED_STATES]; /* cumulative, up to since_ns */
 	__u64 sc_enter_ns;   /* full mode: entry; passive mode: the switch-out seen in it */
 	__u64 sc_on_cpu_ns;  /* state_ns[TC_ON_CPU] as it stood at sc_enter_ns */

@@ -26,7 +26,6 @@ type threadcapRecord struct {
 	Comm     [16]uint8
 	Live     threadcapTcView
 	AtTick   threadcapTcView
-	_        [16]byte
 }
 
 type threadcapTaskSlot struct {
@@ -61,6 +60,7 @@ type threadcapTcView struct {
 	_         structs.HostLayout
 	SinceNs   uint64
 	CpuNs     uint64
+	CpuAtNs   uint64
 	StateNs   [5]uint64
 	ScEnterNs uint64
 	ScOnCpuNs uint64
@@ -93,6 +93,7 @@ const (
 	threadcapProgOnSwitch       = "on_switch"
 	threadcapProgOnSysEnter     = "on_sys_enter"
 	threadcapProgOnSysExit      = "on_sys_exit"
+	threadcapProgOnTimer        = "on_timer"
 	threadcapProgOnWakeup       = "on_wakeup"
 	threadcapProgOnWakeupNew    = "on_wakeup_new"
 	threadcapVarCapacity        = "capacity"
@@ -151,6 +152,7 @@ type threadcapProgramSpecs struct {
 	OnSwitch    *ebpf.ProgramSpec `ebpf:"on_switch"`
 	OnSysEnter  *ebpf.ProgramSpec `ebpf:"on_sys_enter"`
 	OnSysExit   *ebpf.ProgramSpec `ebpf:"on_sys_exit"`
+	OnTimer     *ebpf.ProgramSpec `ebpf:"on_timer"`
 	OnWakeup    *ebpf.ProgramSpec `ebpf:"on_wakeup"`
 	OnWakeupNew *ebpf.ProgramSpec `ebpf:"on_wakeup_new"`
 }
@@ -240,6 +242,7 @@ type threadcapPrograms struct {
 	OnSwitch    *ebpf.Program `ebpf:"on_switch"`
 	OnSysEnter  *ebpf.Program `ebpf:"on_sys_enter"`
 	OnSysExit   *ebpf.Program `ebpf:"on_sys_exit"`
+	OnTimer     *ebpf.Program `ebpf:"on_timer"`
 	OnWakeup    *ebpf.Program `ebpf:"on_wakeup"`
 	OnWakeupNew *ebpf.Program `ebpf:"on_wakeup_new"`
 }
@@ -252,6 +255,7 @@ func (p *threadcapPrograms) Close() error {
 		p.OnSwitch,
 		p.OnSysEnter,
 		p.OnSysExit,
+		p.OnTimer,
 		p.OnWakeup,
 		p.OnWakeupNew,
 	)

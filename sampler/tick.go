@@ -18,6 +18,7 @@ type snapshot struct {
 	sinceNs    uint64
 	stateNs    [state.TimedStates]uint64
 	cpuNs      uint64
+	cpuSyncNs  uint64
 	vol, invol uint64
 	// carry is CPU time the kernel counted that no row could show yet (see reconcileCPU).
 	carry int64
@@ -32,7 +33,7 @@ func (p *snapshot) timesAt(mono uint64) [state.TimedStates]uint64 {
 
 // cpuAt is the kernel's count of the thread's CPU time at mono, likewise.
 func (p *snapshot) cpuAt(mono uint64) uint64 {
-	th := state.Thread{State: p.state, SinceNs: p.sinceNs, CPUNs: p.cpuNs}
+	th := state.Thread{State: p.state, SinceNs: p.sinceNs, CPUNs: p.cpuNs, CPUSyncNs: p.cpuSyncNs}
 	return th.CPUAt(mono)
 }
 
@@ -164,7 +165,7 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 	}
 	*p = snapshot{
 		tid: th.Tid, startNs: th.StartNs, state: th.State, sinceNs: th.SinceNs,
-		stateNs: th.StateNs, cpuNs: th.CPUNs, vol: th.Voluntary, invol: th.Involuntary,
+		stateNs: th.StateNs, cpuNs: th.CPUNs, cpuSyncNs: th.CPUSyncNs, vol: th.Voluntary, invol: th.Involuntary,
 		carry: p.carry,
 	}
 }

@@ -44,3 +44,21 @@ func TestTimesAndStateAt(t *testing.T) {
 		t.Errorf("a seeded thread, whose state began at an unknown time, has times %v", got)
 	}
 }
+
+func TestCPUAt(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		th   Thread
+		want uint64
+	}{
+		{"off CPU: the count stands", Thread{State: Sleeping, SinceNs: 1000, CPUNs: 300, CPUSyncNs: 1000}, 300},
+		{"on CPU since its switch-in", Thread{State: OnCPU, SinceNs: 1000, CPUNs: 300, CPUSyncNs: 1000}, 800},
+		// A timer brought the count up to date at 1400: the kernel said 350 ns, not 400.
+		{"on CPU, count brought up to date since", Thread{State: OnCPU, SinceNs: 1000, CPUNs: 650, CPUSyncNs: 1400}, 750},
+		{"seeded: no stretch to count", Thread{State: OnCPU, CPUNs: 300}, 300},
+	} {
+		if got := tc.th.CPUAt(1500); got != tc.want {
+			t.Errorf("%s: CPUAt(1500) = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

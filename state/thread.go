@@ -19,8 +19,10 @@ type Thread struct {
 	// StateNs is the cumulative time spent in each timed state up to SinceNs.
 	StateNs [TimedStates]uint64
 	// CPUNs is the kernel's own count of the thread's CPU time (se.sum_exec_runtime, what
-	// schedstat shows) over the same span, up to its last switch-out seen.
+	// schedstat shows) over the same span, up to CPUSyncNs.
 	CPUNs uint64
+	// CPUSyncNs is when CPUNs was brought up to date: a switch, or, while on CPU, a timer.
+	CPUSyncNs uint64
 	// Voluntary and Involuntary count switches off CPU: slept, and preempted or yielded.
 	Voluntary, Involuntary uint64
 	// Syscall is the syscall in progress, NoSyscall when none or unknown.
@@ -67,12 +69,13 @@ func (t *Thread) StateAt(mono uint64) State {
 	return t.State
 }
 
-// CPUAt is the kernel's count of the thread's CPU time at now: up to its last switch-out,
-// and the stretch on CPU in progress as the clock measures it.
+// CPUAt is the kernel's count of the thread's CPU time at now: its count as of CPUSyncNs,
+// and for a thread on CPU the time since then as the clock measures it.
 func (t *Thread) CPUAt(now uint64) uint64 {
 	ns := t.CPUNs
-	if t.State == OnCPU && t.SinceNs != 0 && now > t.SinceNs {
-		ns += now - t.SinceNs
+	from := max(t.SinceNs, t.CPUSyncNs)
+	if t.State == OnCPU && t.SinceNs != 0 && now > from {
+		ns += now - from
 	}
 	return ns
 }

@@ -23,6 +23,9 @@ int BPF_PROG(floor_wakeup_new) { return 0; }
 SEC("tp_btf/cpu_idle")
 int BPF_PROG(floor_idle) { return 0; }
 
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(floor_timer) { return 0; }
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(floor_sys_enter) { return 0; }
 

@@ -22,6 +22,7 @@ const (
 	floorProgFloorSwitch    = "floor_switch"
 	floorProgFloorSysEnter  = "floor_sys_enter"
 	floorProgFloorSysExit   = "floor_sys_exit"
+	floorProgFloorTimer     = "floor_timer"
 	floorProgFloorWakeup    = "floor_wakeup"
 	floorProgFloorWakeupNew = "floor_wakeup_new"
 )
@@ -74,6 +75,7 @@ type floorProgramSpecs struct {
 	FloorSwitch    *ebpf.ProgramSpec `ebpf:"floor_switch"`
 	FloorSysEnter  *ebpf.ProgramSpec `ebpf:"floor_sys_enter"`
 	FloorSysExit   *ebpf.ProgramSpec `ebpf:"floor_sys_exit"`
+	FloorTimer     *ebpf.ProgramSpec `ebpf:"floor_timer"`
 	FloorWakeup    *ebpf.ProgramSpec `ebpf:"floor_wakeup"`
 	FloorWakeupNew *ebpf.ProgramSpec `ebpf:"floor_wakeup_new"`
 }
@@ -132,6 +134,7 @@ type floorPrograms struct {
 	FloorSwitch    *ebpf.Program `ebpf:"floor_switch"`
 	FloorSysEnter  *ebpf.Program `ebpf:"floor_sys_enter"`
 	FloorSysExit   *ebpf.Program `ebpf:"floor_sys_exit"`
+	FloorTimer     *ebpf.Program `ebpf:"floor_timer"`
 	FloorWakeup    *ebpf.Program `ebpf:"floor_wakeup"`
 	FloorWakeupNew *ebpf.Program `ebpf:"floor_wakeup_new"`
 }
@@ -144,6 +147,7 @@ func (p *floorPrograms) Close() error {
 		p.FloorSwitch,
 		p.FloorSysEnter,
 		p.FloorSysExit,
+		p.FloorTimer,
 		p.FloorWakeup,
 		p.FloorWakeupNew,
 	)
