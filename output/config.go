@@ -54,28 +54,24 @@ type Config struct {
 	Log        *logrus.Entry    // the "output" component of the standard logger when nil
 }
 
-// Validate reports every mistake in c at once.
+// Validate reports every mistake in c at once; zero values stand for the defaults.
 func (c Config) Validate() error {
 	var errs []error
+	d := c.withDefaults()
 	if c.Dir == "" {
 		errs = append(errs, errors.New("output dir is not set"))
 	}
-	if err := checkMode("file mode", c.FileMode, 0o600); err != nil {
+	if err := CheckFileMode(d.FileMode); err != nil {
+		errs = append(errs, fmt.Errorf("file mode: %w", err))
+	}
+	if err := CheckDirMode(d.DirMode); err != nil {
+		errs = append(errs, fmt.Errorf("dir mode: %w", err))
+	}
+	if _, err := LookupGroup(c.Group); err != nil {
 		errs = append(errs, err)
 	}
-	if err := checkMode("dir mode", c.DirMode, 0o700); err != nil {
+	if err := CheckCompress(d.Compress); err != nil {
 		errs = append(errs, err)
-	}
-	if c.Group != "" {
-		if _, err := lookupGroup(c.Group); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	switch c.Compress {
-	case "", CompressGzip, CompressZstd, CompressNone:
-	default:
-		errs = append(errs, fmt.Errorf("compress %q is not one of %s, %s, %s",
-			c.Compress, CompressGzip, CompressZstd, CompressNone))
 	}
 	for _, d := range []struct {
 		name  string
@@ -93,19 +89,27 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// checkMode rejects modes that are not plain permissions, and modes that would stop
-// threadcap itself from using its files after dropping privileges.
-func checkMode(name string, mode, ownerNeeds os.FileMode) error {
-	if mode == 0 {
-		return nil
-	}
-	if mode&^os.ModePerm != 0 {
-		return fmt.Errorf("%s %#o has bits other than permissions", name, uint32(mode))
-	}
-	if mode&ownerNeeds != ownerNeeds {
-		return fmt.Errorf("%s %#o must give the owner at least %#o", name, uint32(mode), uint32(ownerNeeds))
+// CheckFileMode and CheckDirMode reject modes that are not plain permissions, and modes
+// that would stop threadcap itself from using its files after dropping privileges.
+func CheckFileMode(mode os.FileMode) error { return checkMode(mode, 0o600, "0640") }
+
+func CheckDirMode(mode os.FileMode) error { return checkMode(mode, 0o700, "0750") }
+
+func checkMode(mode, ownerNeeds os.FileMode, like string) error {
+	if mode&^os.ModePerm != 0 || mode&ownerNeeds != ownerNeeds {
+		return fmt.Errorf("%#o must be octal permissions giving the owner at least %#o, like %s",
+			uint32(mode), uint32(ownerNeeds), like)
 	}
 	return nil
+}
+
+// CheckCompress accepts the compressions of closed hours.
+func CheckCompress(s string) error {
+	switch s {
+	case CompressGzip, CompressZstd, CompressNone:
+		return nil
+	}
+	return fmt.Errorf("%q is not a compression: use %s, %s or %s", s, CompressGzip, CompressZstd, CompressNone)
 }
 
 // withDefaults fills in the zero values Validate accepts.
@@ -128,8 +132,8 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// lookupGroup resolves a group name or numeric gid; -1 (leave the group alone) for "".
-func lookupGroup(group string) (int, error) {
+// LookupGroup resolves a group name or numeric gid; -1 (leave the group alone) for "".
+func LookupGroup(group string) (int, error) {
 	if group == "" {
 		return -1, nil
 	}
@@ -138,7 +142,7 @@ func lookupGroup(group string) (int, error) {
 	}
 	g, err := user.LookupGroup(group)
 	if err != nil {
-		return 0, fmt.Errorf("group %q: %w; create it or use a numeric gid", group, err)
+		return 0, fmt.Errorf("no group %q on this machine: create it, use a numeric gid, or leave it empty", group)
 	}
 	gid, err := strconv.Atoi(g.Gid)
 	if err != nil {

@@ -79,7 +79,7 @@ func New(cfg Config) (*Writer, error) {
 		return nil, fmt.Errorf("invalid output config: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	gid, err := lookupGroup(cfg.Group)
+	gid, err := LookupGroup(cfg.Group)
 	if err != nil {
 		return nil, err
 	}

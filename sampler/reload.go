@@ -3,7 +3,6 @@
 package sampler
 
 import (
-	"fmt"
 	"sync"
 	"time"
 )
@@ -27,8 +26,8 @@ func newUpdates() updates { return updates{ready: make(chan struct{}, 1)} }
 // Reconfigure asks Run to take u before its next tick; an update not yet taken is
 // replaced. It may be called from any goroutine.
 func (s *Sampler) Reconfigure(u Update) error {
-	if u.Interval < minInterval || u.Interval > maxInterval {
-		return fmt.Errorf("sampling interval %v is out of range: use 100 Hz (10ms) down to one sample an hour", u.Interval)
+	if err := CheckInterval(u.Interval); err != nil {
+		return err
 	}
 	s.updates.mu.Lock()
 	s.updates.pending = &u

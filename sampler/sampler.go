@@ -90,11 +90,19 @@ const (
 	maxInterval = time.Hour
 )
 
+// CheckInterval accepts the sampling intervals allowed.
+func CheckInterval(d time.Duration) error {
+	if d < minInterval || d > maxInterval {
+		return fmt.Errorf("sampling interval %v is out of range: use 100 Hz (10ms) down to one sample an hour", d)
+	}
+	return nil
+}
+
 // Validate reports every problem in the configuration at once.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.Interval < minInterval || c.Interval > maxInterval {
-		errs = append(errs, fmt.Errorf("sampling interval %v is out of range: use 100 Hz (10ms) down to one sample an hour", c.Interval))
+	if err := CheckInterval(c.Interval); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Mono == nil || c.Wall == nil || c.Log == nil {
 		errs = append(errs, errors.New("sampler needs its clocks and a logger"))

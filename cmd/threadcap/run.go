@@ -87,7 +87,6 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 	// Closed before the writer: nothing is attached while the last file is flushed.
 	defer func() { err = errors.Join(err, tracker.Close()) }()
 
-	stackMode, _ := bpf.ParseStackMode(cfg.Stacks.Kernel) // checked by Validate
 	s, err := sampler.New(sampler.Config{
 		Interval:   cfg.Interval(),
 		Filter:     filterOf(&cfg),
@@ -96,7 +95,7 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 		NoFdTarget: !cfg.Columns.FdTarget,
 		Mono:       bpf.Now, Wall: time.Now,
 		Stacks:       tracker,
-		StackStates:  stackMode.States(),
+		StackStates:  bpf.StackMode(cfg.Stacks.Kernel).States(),
 		StackEntries: cfg.Stacks.Entries,
 		Log:          logrus.WithField(fieldComponent, "sampler"),
 	}, tracker, writer)

@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 
 	"github.com/threadcap/threadcap/bpf"
 	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/sampler"
 )
 
 // Config is every setting of threadcap, as the YAML file spells it. It starts from
@@ -26,9 +25,9 @@ type Config struct {
 	// Dir holds the hour files.
 	Dir string `yaml:"dir"`
 	// Hz is the number of samples a second.
-	Hz       float64 `yaml:"hz"`
-	All      bool    `yaml:"all"`
-	Syscalls string  `yaml:"syscalls"`
+	Hz       float64     `yaml:"hz"`
+	All      bool        `yaml:"all"`
+	Syscalls SyscallMode `yaml:"syscalls"`
 	// Pids, Processes and Cgroups, when set, keep only the threads of matching processes.
 	Pids      []int32       `yaml:"pids"`
 	Processes []string      `yaml:"processes"`
@@ -57,9 +56,9 @@ type ColumnsConfig struct {
 // StacksConfig is which stacks the kernel side captures, and how many distinct ones it
 // keeps.
 type StacksConfig struct {
-	Kernel  string `yaml:"kernel"`
-	User    bool   `yaml:"user"`
-	Entries uint32 `yaml:"entries"`
+	Kernel  StackMode `yaml:"kernel"`
+	User    bool      `yaml:"user"`
+	Entries uint32    `yaml:"entries"`
 }
 
 // LogConfig is how threadcap logs.
@@ -82,8 +81,6 @@ type OutputConfig struct {
 
 // Limits of the settings.
 const (
-	maxHz       = 100
-	minHz       = 1.0 / 3600 // one sample an hour
 	maxCapacity = 1 << 22
 	// maxCommLen is the longest name the kernel keeps for a process (TASK_COMM_LEN - 1): a
 	// longer name in processes could never match.
@@ -105,10 +102,10 @@ func Default() Config {
 	return Config{
 		Dir:      defaultDir(),
 		Hz:       1,
-		Syscalls: string(bpf.SyscallsFull),
+		Syscalls: SyscallMode(bpf.SyscallsFull),
 		Capacity: bpf.DefaultCapacity,
 		Columns:  ColumnsConfig{Cgroup: true, FdTarget: true},
-		Stacks:   StacksConfig{Kernel: string(bpf.StacksUninterruptible), Entries: bpf.DefaultStackEntries},
+		Stacks:   StacksConfig{Kernel: StackMode(bpf.StacksUninterruptible), Entries: bpf.DefaultStackEntries},
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Output: OutputConfig{
 			Compress:      output.CompressGzip,
@@ -193,11 +190,10 @@ func (c *Config) Validate() error {
 	if c.Dir == "" {
 		bad("dir", "is empty: give the directory for the hour files")
 	}
-	if !(c.Hz >= minHz && c.Hz <= maxHz) {
-		bad("hz", "%v is out of range: use at most %d samples a second, and at least one an hour (%.6f)", c.Hz, maxHz, minHz)
-	}
-	if _, err := bpf.ParseSyscallMode(c.Syscalls); err != nil {
-		bad("syscalls", "%q is not a mode: use %s or %s", c.Syscalls, bpf.SyscallsFull, bpf.SyscallsPassive)
+	if !(c.Hz > 0) {
+		bad("hz", "%v is not a rate: use a number of samples a second, at most 100, at least one an hour (0.0003)", c.Hz)
+	} else if err := sampler.CheckInterval(c.Interval()); err != nil {
+		bad("hz", "%v samples a second: %v", c.Hz, err)
 	}
 	for i, pid := range c.Pids {
 		if pid <= 0 {
@@ -217,9 +213,6 @@ func (c *Config) Validate() error {
 	if c.Capacity == 0 || c.Capacity > maxCapacity {
 		bad("capacity", "%d is out of range: use 1 to %d threads", c.Capacity, maxCapacity)
 	}
-	if _, err := bpf.ParseStackMode(c.Stacks.Kernel); err != nil {
-		bad("stacks.kernel", "%q is not a mode: use %s, %s or %s", c.Stacks.Kernel, bpf.StacksUninterruptible, bpf.StacksOffCPU, bpf.StacksOff)
-	}
 	if c.Stacks.Entries == 0 || c.Stacks.Entries > bpf.MaxStackEntries {
 		bad("stacks.entries", "%d is out of range: use 1 to %d distinct stacks", c.Stacks.Entries, bpf.MaxStackEntries)
 	}
@@ -236,35 +229,28 @@ func (c *Config) Validate() error {
 func (o *OutputConfig) validate(c *Config) []error {
 	var errs []error
 	bad := c.collect(&errs)
-	switch o.Compress {
-	case output.CompressGzip, output.CompressZstd, output.CompressNone:
-	default:
-		bad("output.compress", "%q is not a compression: use %s, %s or %s",
-			o.Compress, output.CompressGzip, output.CompressZstd, output.CompressNone)
-	}
-	// threadcap must still read and write its own files: the owner keeps rw (rwx for dirs).
-	if o.FileMode&0o600 != 0o600 || o.FileMode&^0o777 != 0 {
-		bad("output.file_mode", "%s must be octal permissions giving the owner at least 0600, like 0640", o.FileMode)
-	}
-	if o.DirMode&0o700 != 0o700 || o.DirMode&^0o777 != 0 {
-		bad("output.dir_mode", "%s must be octal permissions giving the owner at least 0700, like 0750", o.DirMode)
-	}
-	if o.Group != "" {
-		if _, err := strconv.ParseUint(o.Group, 10, 32); err != nil {
-			if _, err := user.LookupGroup(o.Group); err != nil {
-				bad("output.group", "no group %q on this machine: create it, use a numeric gid, or leave it empty", o.Group)
-			}
+	// The writer owns these checks.
+	for _, chk := range []struct {
+		key string
+		err error
+	}{
+		{"output.compress", output.CheckCompress(o.Compress)},
+		{"output.file_mode", output.CheckFileMode(os.FileMode(o.FileMode))},
+		{"output.dir_mode", output.CheckDirMode(os.FileMode(o.DirMode))},
+	} {
+		if chk.err != nil {
+			bad(chk.key, "%v", chk.err)
 		}
+	}
+	if _, err := output.LookupGroup(o.Group); err != nil {
+		bad("output.group", "%v", err)
 	}
 	return errs
 }
 
 // Tracker is what the kernel side is loaded with.
 func (c *Config) Tracker() bpf.Config {
-	// Both modes are checked by Validate.
-	syscalls, _ := bpf.ParseSyscallMode(c.Syscalls)
-	stacks, _ := bpf.ParseStackMode(c.Stacks.Kernel)
-	return bpf.Config{Capacity: c.Capacity, Syscalls: syscalls, Stacks: stacks, UserStacks: c.Stacks.User, StackEntries: c.Stacks.Entries}
+	return bpf.Config{Capacity: c.Capacity, Syscalls: bpf.SyscallMode(c.Syscalls), Stacks: bpf.StackMode(c.Stacks.Kernel), UserStacks: c.Stacks.User, StackEntries: c.Stacks.Entries}
 }
 
 // Writer is what the writer is opened with.

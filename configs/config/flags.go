@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/threadcap/threadcap/bpf"
 )
 
 // DefaultPath is read when it exists and --config does not name another file.
@@ -79,7 +81,14 @@ func ParseFlags(cmd string, args []string, stderr io.Writer) (*Options, error) {
 		o.add("all", "--all", func(c *Config) { c.All = v })
 		return nil
 	})
-	o.StringFlag(fs, "syscalls", "syscalls", "syscall `mode`: full (hook every syscall) or passive (read at switch-out) (default full)", func(c *Config, v string) { c.Syscalls = v })
+	fs.Func("syscalls", "syscall `mode`: full (hook every syscall) or passive (read at switch-out) (default full)", func(s string) error {
+		m, err := bpf.ParseSyscallMode(s)
+		if err != nil {
+			return err
+		}
+		o.add("syscalls", "--syscalls", func(c *Config) { c.Syscalls = SyscallMode(m) })
+		return nil
+	})
 	fs.Func("pid", "only these processes: `PID[,PID...]`; repeatable", func(s string) error {
 		for _, f := range strings.Split(s, ",") {
 			pid, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
