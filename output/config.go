@@ -62,16 +62,16 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("output dir is not set"))
 	}
 	if err := CheckFileMode(d.FileMode); err != nil {
-		errs = append(errs, fmt.Errorf("file mode: %w", err))
+		errs = append(errs, fmt.Errorf("file mode %w", err))
 	}
 	if err := CheckDirMode(d.DirMode); err != nil {
-		errs = append(errs, fmt.Errorf("dir mode: %w", err))
+		errs = append(errs, fmt.Errorf("dir mode %w", err))
 	}
 	if _, err := LookupGroup(c.Group); err != nil {
 		errs = append(errs, err)
 	}
 	if err := CheckCompress(d.Compress); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("compress %w", err))
 	}
 	for _, d := range []struct {
 		name  string
@@ -96,9 +96,11 @@ func CheckFileMode(mode os.FileMode) error { return checkMode(mode, 0o600, "0640
 func CheckDirMode(mode os.FileMode) error { return checkMode(mode, 0o700, "0750") }
 
 func checkMode(mode, ownerNeeds os.FileMode, like string) error {
-	if mode&^os.ModePerm != 0 || mode&ownerNeeds != ownerNeeds {
-		return fmt.Errorf("%#o must be octal permissions giving the owner at least %#o, like %s",
-			uint32(mode), uint32(ownerNeeds), like)
+	if mode&^os.ModePerm != 0 {
+		return fmt.Errorf("%#o has bits other than permissions: write it like %s", uint32(mode), like)
+	}
+	if mode&ownerNeeds != ownerNeeds {
+		return fmt.Errorf("%#o must give the owner at least %#o, like %s", uint32(mode), uint32(ownerNeeds), like)
 	}
 	return nil
 }
@@ -109,7 +111,7 @@ func CheckCompress(s string) error {
 	case CompressGzip, CompressZstd, CompressNone:
 		return nil
 	}
-	return fmt.Errorf("%q is not a compression: use %s, %s or %s", s, CompressGzip, CompressZstd, CompressNone)
+	return fmt.Errorf("%q is not one of %s, %s, %s", s, CompressGzip, CompressZstd, CompressNone)
 }
 
 // withDefaults fills in the zero values Validate accepts.

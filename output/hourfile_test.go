@@ -158,9 +158,9 @@ func TestConfigValidate(t *testing.T) {
 			Compress: CompressZstd, MaxAge: time.Hour, MaxBytes: 1, MinFreeBytes: 1, FsyncEvery: time.Second}, nil},
 		{"all mistakes at once", Config{FileMode: 0o044, DirMode: os.ModeSetuid | 0o755, Group: "no-such-group-xyz",
 			Compress: "lz4", MaxAge: -1, MaxBytes: -1, MinFreeBytes: -1, FsyncEvery: -1}, []string{
-			"output dir is not set", "file mode: 044 must be octal permissions giving the owner at least 0600",
-			"dir mode: 040000755 must be octal permissions", `group "no-such-group-xyz"`,
-			`"lz4" is not a compression: use gzip, zstd or none`, "max age is negative",
+			"output dir is not set", "file mode 044 must give the owner at least 0600",
+			"dir mode", "has bits other than permissions", `group "no-such-group-xyz"`,
+			`compress "lz4" is not one of gzip, zstd, none`, "max age is negative",
 			"max bytes is negative", "min free bytes is negative", "fsync every is negative",
 		}},
 	}

@@ -133,7 +133,7 @@ output:
 		t.Errorf("%v is not a usage error (exit code 2)", err)
 	}
 	want := []string{
-		":1: hz: 500", ":2: syscalls: unknown syscall mode \"fast\": use \"full\" or \"passive\"", ":3: pids[1]: -3", ":4: processes[0]:",
+		":1: hz: 500", ":2: syscalls: \"fast\"", ":3: pids[1]: -3", ":4: processes[0]:",
 		":5: cgroups[0]: \"system.slice\"", ":6: capacity: \"lots\" is not a whole number",
 		":8: log.level: \"loud\"", "--log-format (log.format): \"yaml\"",
 		":11: output.compres: unknown key: use one of compress,", ":12: output.compress: \"lz4\"",
