@@ -182,25 +182,33 @@ static __always_inline __u8 state_of(bool preempt, unsigned int prev_state)
  * the time since is split by how long the thread really ran.
  */
 
-/* How long the kernel says the thread ran since the last switch its record saw, at most
- * the time since its record's state began. */
-static __always_inline __u64 ran_since(struct record *r, struct task_struct *task, __u64 now)
+/* Since when the record accounts for its thread's CPU time: its state's start, or for a
+ * thread on CPU, the last time a timer brought its count up to date, if later. */
+static __always_inline __u64 counted_to(struct record *r)
 {
-	__u64 ran = task->se.sum_exec_runtime - r->exec_ns, since = r->live.since_ns;
+	__u64 at = r->live.cpu_at_ns, since = r->live.since_ns;
 
-	if (now <= since)
-		return 0;
-	return ran < now - since ? ran : now - since;
+	return at > since ? at : since;
 }
 
-/* Its thread left the CPU unseen: it ran since its switch-in for as long as the kernel
+/* How long the kernel says the thread ran since counted_to, at most the time since: the
+ * kernel may charge a woken thread from a little before it came in. */
+static __always_inline __u64 ran_since(struct record *r, struct task_struct *task, __u64 now)
+{
+	__u64 ran = task->se.sum_exec_runtime - r->exec_ns, from = counted_to(r);
+
+	if (now <= from)
+		return 0;
+	return ran < now - from ? ran : now - from;
+}
+
+/* Its thread left the CPU unseen: it ran on from counted_to for as long as the kernel
  * says, then was in off until now. */
 static __always_inline void unseen_switch_out(struct record *r, struct task_struct *task,
 					      __u8 off, __u64 now)
 {
 	__u64 ran = task->se.sum_exec_runtime - r->exec_ns;
-
-	__u64 left = r->live.since_ns + ran_since(r, task, now);
+	__u64 left = counted_to(r) + ran_since(r, task, now);
 
 	enter_state(r, off, left);
 	r->live.cpu_ns += ran;
@@ -360,6 +368,8 @@ static __noinline void left_unseen(__u32 slot, __u64 left, bool lookup)
 	now = bpf_ktime_get_ns();
 	if (left > now)
 		left = now;
+	if (left < counted_to(r))
+		left = counted_to(r);
 	if (lookup && bpf_task_from_pid && bpf_task_release)
 		task = bpf_task_from_pid(r->tid);
 	if (task) {
@@ -373,8 +383,7 @@ static __noinline void left_unseen(__u32 slot, __u64 left, bool lookup)
 	}
 	write_begin(r, now);
 	/* The kernel's count is out of reach: the time from the switch-in stands in. */
-	if (left > r->live.since_ns)
-		r->live.cpu_ns += left - r->live.since_ns;
+	r->live.cpu_ns += left - counted_to(r);
 	r->live.cpu_at_ns = left;
 	enter_state(r, TC_SLEEPING, left);
 	r->live.nvcsw++;
