@@ -21,6 +21,7 @@ import (
 
 // tick is one tick's rows by tid, with the schedstat of watched threads read right after.
 type tick struct {
+	wall      time.Time
 	rows      map[int32]state.Sample
 	schedstat map[int32][2]uint64
 }
@@ -33,18 +34,22 @@ type recorder struct {
 	ticks []tick
 }
 
-func (r *recorder) Write(_ time.Time, rows []state.Sample) error {
-	tk := tick{rows: map[int32]state.Sample{}, schedstat: map[int32][2]uint64{}}
+// Write keeps a tick's rows; a tick with many rows comes in several batches.
+func (r *recorder) Write(wall time.Time, rows []state.Sample) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.ticks); n == 0 || !r.ticks[n-1].wall.Equal(wall) {
+		tk := tick{wall: wall, rows: map[int32]state.Sample{}, schedstat: map[int32][2]uint64{}}
+		for _, tid := range r.watch {
+			onCPU, runDelay := workload.Schedstat(r.t, tid)
+			tk.schedstat[int32(tid)] = [2]uint64{onCPU, runDelay}
+		}
+		r.ticks = append(r.ticks, tk)
+	}
+	tk := r.ticks[len(r.ticks)-1]
 	for _, row := range rows {
 		tk.rows[row.Tid] = row
 	}
-	for _, tid := range r.watch {
-		onCPU, runDelay := workload.Schedstat(r.t, tid)
-		tk.schedstat[int32(tid)] = [2]uint64{onCPU, runDelay}
-	}
-	r.mu.Lock()
-	r.ticks = append(r.ticks, tk)
-	r.mu.Unlock()
 	return nil
 }
 
@@ -100,7 +105,14 @@ func TestSpinnerRowsMatchSchedstat(t *testing.T) {
 	workload.Apart(t, spin)
 	s, rec := start(t, sampler.Filter{}, 50*time.Millisecond, spin)
 	stealBefore := workload.StealUs(t)
+	// The spinner's CPU time at each tick's instant, read just before the tick takes it:
+	// the rows cover the time between those instants, however long a tick then takes to
+	// read and write (the first, with every cache cold, can take a good part of a second
+	// on a busy machine).
+	var at []uint64
 	for range 60 {
+		onCPU, _ := workload.Schedstat(t, spin)
+		at = append(at, onCPU)
 		if err := s.Tick(time.Now()); err != nil {
 			t.Fatal(err)
 		}
@@ -108,6 +120,9 @@ func TestSpinnerRowsMatchSchedstat(t *testing.T) {
 	}
 	steal := float64(workload.StealUs(t) - stealBefore)
 	ticks := rec.ticks
+	if len(ticks) != len(at) {
+		t.Fatalf("%d ticks taken, %d written", len(at), len(ticks))
+	}
 	tid := int32(spin)
 	// Count from the first tick at which the kernel side had a record: before a thread hits
 	// a probe (a shell loop alone on a CPU may not for a while), it is only seeded.
@@ -118,7 +133,7 @@ func TestSpinnerRowsMatchSchedstat(t *testing.T) {
 		}
 		k++
 	}
-	ticks = ticks[k:]
+	ticks, at = ticks[k:], at[k:]
 	var onCPUTicks int
 	var sumUs int64
 	for _, tk := range ticks[1:] {
@@ -128,8 +143,7 @@ func TestSpinnerRowsMatchSchedstat(t *testing.T) {
 		}
 		sumUs += row.StateTimeUs[state.OnCPU]
 	}
-	first, last := ticks[0].schedstat[tid][0], ticks[len(ticks)-1].schedstat[tid][0]
-	want := float64(last-first) / 1000
+	want := float64(at[len(at)-1]-at[0]) / 1000
 	share := float64(onCPUTicks) / float64(len(ticks)-1)
 	t.Logf("%d ticks, spinner on CPU in %.1f%%; on_cpu_us sum %d, schedstat %.0f us, steal %.0f us",
 		len(ticks), 100*share, sumUs, want, steal)
@@ -172,15 +186,17 @@ func TestOversubscribedRunnableIsHalfOfWall(t *testing.T) {
 	ticks := run(t, sampler.Filter{}, 100*time.Millisecond, 2*time.Second, pids...)
 	for _, pid := range pids {
 		tid := int32(pid)
+		// From the second tick: the first, with every cache cold, may take long enough to
+		// write that the schedstat read after it is well past its instant.
 		var runnable, wall int64
-		for _, tk := range ticks[1:] {
+		for _, tk := range ticks[2:] {
 			row := tk.rows[tid]
 			runnable += row.StateTimeUs[state.Runnable]
 			for _, us := range row.StateTimeUs {
 				wall += us
 			}
 		}
-		first, last := ticks[0].schedstat[tid], ticks[len(ticks)-1].schedstat[tid]
+		first, last := ticks[1].schedstat[tid], ticks[len(ticks)-1].schedstat[tid]
 		ran, delay := float64(last[0]-first[0])/1000, float64(last[1]-first[1])/1000
 		share := float64(runnable) / float64(wall)
 		t.Logf("spinner %d: runnable %d us of %d (schedstat: ran %.0f us, run_delay %.0f us), %.1f%% of its time",
