@@ -32,7 +32,7 @@ func ParseStackMode(s string) (StackMode, error) {
 	case StacksUninterruptible, StacksOffCPU, StacksOff:
 		return m, nil
 	}
-	return "", fmt.Errorf("%q is not a stack mode: use %q, %q or %q", s, StacksUninterruptible, StacksOffCPU, StacksOff)
+	return "", fmt.Errorf("%q is not a mode: use %s, %s or %s", s, StacksUninterruptible, StacksOffCPU, StacksOff)
 }
 
 // Stack map sizes: stacks are kept once per distinct stack, and ids must fit the record's

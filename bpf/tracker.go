@@ -33,7 +33,7 @@ func ParseSyscallMode(s string) (SyscallMode, error) {
 	case SyscallsFull, SyscallsPassive:
 		return m, nil
 	}
-	return "", fmt.Errorf("%q is not a syscall mode: use %q or %q", s, SyscallsFull, SyscallsPassive)
+	return "", fmt.Errorf("%q is not a mode: use %s or %s", s, SyscallsFull, SyscallsPassive)
 }
 
 // DefaultCapacity is how many threads are tracked at once unless configured otherwise.

@@ -90,10 +90,13 @@ const (
 	maxInterval = time.Hour
 )
 
+// ErrInterval is why CheckInterval refuses an interval.
+var ErrInterval = errors.New("out of range: use 100 Hz (10ms) down to one sample an hour")
+
 // CheckInterval accepts the sampling intervals allowed.
 func CheckInterval(d time.Duration) error {
 	if d < minInterval || d > maxInterval {
-		return fmt.Errorf("sampling interval %v is out of range: use 100 Hz (10ms) down to one sample an hour", d)
+		return fmt.Errorf("sampling interval %v is %w", d, ErrInterval)
 	}
 	return nil
 }
@@ -241,6 +244,11 @@ func (s *Sampler) arm(wall time.Time) {
 	s.armed = armedTick{wall: wall, mono: mono}
 }
 
+// firstTickLead is how soon after Run starts its first tick is taken: longer than a
+// scheduler tick (10 ms at HZ=100), so that every thread running by then has hit a probe,
+// and a thread still only seeded from /proc is not running (see state.FromProc).
+const firstTickLead = 20 * time.Millisecond
+
 // Run takes a first tick at once, then ticks at every wall-clock multiple of the interval
 // until ctx ends. A tick that runs past the next boundary makes the sampler skip the
 // boundaries it missed (counted in Stats), never queue them.
@@ -248,7 +256,13 @@ func (s *Sampler) Run(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil // stopped before the first tick, which can be a long one
 	}
-	if err := s.Tick(s.cfg.Wall()); err != nil {
+	// The first tick is armed too, a moment ahead: an instant read from the clock and only
+	// then told to the kernel side would miss the writes made in between, which under load
+	// can be many.
+	first := s.cfg.Wall().Add(firstTickLead)
+	s.arm(first)
+	time.Sleep(first.Sub(s.cfg.Wall()))
+	if err := s.Tick(first); err != nil {
 		return err
 	}
 	last := s.cfg.Wall().Truncate(s.cfg.Interval)

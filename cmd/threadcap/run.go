@@ -95,7 +95,7 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 		NoFdTarget: !cfg.Columns.FdTarget,
 		Mono:       bpf.Now, Wall: time.Now,
 		Stacks:       tracker,
-		StackStates:  bpf.StackMode(cfg.Stacks.Kernel).States(),
+		StackStates:  cfg.Stacks.Kernel.States(),
 		StackEntries: cfg.Stacks.Entries,
 		Log:          logrus.WithField(fieldComponent, "sampler"),
 	}, tracker, writer)

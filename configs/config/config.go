@@ -25,9 +25,9 @@ type Config struct {
 	// Dir holds the hour files.
 	Dir string `yaml:"dir"`
 	// Hz is the number of samples a second.
-	Hz       float64     `yaml:"hz"`
-	All      bool        `yaml:"all"`
-	Syscalls SyscallMode `yaml:"syscalls"`
+	Hz       float64         `yaml:"hz"`
+	All      bool            `yaml:"all"`
+	Syscalls bpf.SyscallMode `yaml:"syscalls"`
 	// Pids, Processes and Cgroups, when set, keep only the threads of matching processes.
 	Pids      []int32       `yaml:"pids"`
 	Processes []string      `yaml:"processes"`
@@ -56,9 +56,9 @@ type ColumnsConfig struct {
 // StacksConfig is which stacks the kernel side captures, and how many distinct ones it
 // keeps.
 type StacksConfig struct {
-	Kernel  StackMode `yaml:"kernel"`
-	User    bool      `yaml:"user"`
-	Entries uint32    `yaml:"entries"`
+	Kernel  bpf.StackMode `yaml:"kernel"`
+	User    bool          `yaml:"user"`
+	Entries uint32        `yaml:"entries"`
 }
 
 // LogConfig is how threadcap logs.
@@ -102,10 +102,10 @@ func Default() Config {
 	return Config{
 		Dir:      defaultDir(),
 		Hz:       1,
-		Syscalls: SyscallMode(bpf.SyscallsFull),
+		Syscalls: bpf.SyscallsFull,
 		Capacity: bpf.DefaultCapacity,
 		Columns:  ColumnsConfig{Cgroup: true, FdTarget: true},
-		Stacks:   StacksConfig{Kernel: StackMode(bpf.StacksUninterruptible), Entries: bpf.DefaultStackEntries},
+		Stacks:   StacksConfig{Kernel: bpf.StacksUninterruptible, Entries: bpf.DefaultStackEntries},
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Output: OutputConfig{
 			Compress:      output.CompressGzip,
@@ -192,8 +192,11 @@ func (c *Config) Validate() error {
 	}
 	if !(c.Hz > 0) {
 		bad("hz", "%v is not a rate: use a number of samples a second, at most 100, at least one an hour (0.0003)", c.Hz)
-	} else if err := sampler.CheckInterval(c.Interval()); err != nil {
-		bad("hz", "%v samples a second: %v", c.Hz, err)
+	} else if sampler.CheckInterval(c.Interval()) != nil {
+		bad("hz", "%v is %v", c.Hz, sampler.ErrInterval)
+	}
+	if _, err := bpf.ParseSyscallMode(string(c.Syscalls)); err != nil {
+		bad("syscalls", "%v", err)
 	}
 	for i, pid := range c.Pids {
 		if pid <= 0 {
@@ -212,6 +215,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Capacity == 0 || c.Capacity > maxCapacity {
 		bad("capacity", "%d is out of range: use 1 to %d threads", c.Capacity, maxCapacity)
+	}
+	if _, err := bpf.ParseStackMode(string(c.Stacks.Kernel)); err != nil {
+		bad("stacks.kernel", "%v", err)
 	}
 	if c.Stacks.Entries == 0 || c.Stacks.Entries > bpf.MaxStackEntries {
 		bad("stacks.entries", "%d is out of range: use 1 to %d distinct stacks", c.Stacks.Entries, bpf.MaxStackEntries)
@@ -250,7 +256,7 @@ func (o *OutputConfig) validate(c *Config) []error {
 
 // Tracker is what the kernel side is loaded with.
 func (c *Config) Tracker() bpf.Config {
-	return bpf.Config{Capacity: c.Capacity, Syscalls: bpf.SyscallMode(c.Syscalls), Stacks: bpf.StackMode(c.Stacks.Kernel), UserStacks: c.Stacks.User, StackEntries: c.Stacks.Entries}
+	return bpf.Config{Capacity: c.Capacity, Syscalls: c.Syscalls, Stacks: c.Stacks.Kernel, UserStacks: c.Stacks.User, StackEntries: c.Stacks.Entries}
 }
 
 // Writer is what the writer is opened with.

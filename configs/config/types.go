@@ -9,40 +9,10 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/threadcap/threadcap/bpf"
 )
 
 // The value types of the config file. Their UnmarshalYAML returns a *yaml.TypeError, so
 // that the decoder goes on and every bad value in a file is reported at once.
-
-// SyscallMode and StackMode are the kernel side's modes, read by its own parsers, whose
-// errors say which values there are.
-type (
-	SyscallMode bpf.SyscallMode
-	StackMode   bpf.StackMode
-)
-
-func (m *SyscallMode) UnmarshalYAML(n *yaml.Node) error {
-	return parseScalar(n, bpf.ParseSyscallMode, (*bpf.SyscallMode)(m))
-}
-
-func (m *StackMode) UnmarshalYAML(n *yaml.Node) error {
-	return parseScalar(n, bpf.ParseStackMode, (*bpf.StackMode)(m))
-}
-
-// parseScalar sets *v to n's value as parse reads it.
-func parseScalar[T any](n *yaml.Node, parse func(string) (T, error), v *T) error {
-	if n.Kind != yaml.ScalarNode {
-		return typeError(n, "%q is not a single value", n.Value)
-	}
-	p, err := parse(n.Value)
-	if err != nil {
-		return typeError(n, "%v", err)
-	}
-	*v = p
-	return nil
-}
 
 // FileMode is a permission mode written in octal: 0640.
 type FileMode uint32
