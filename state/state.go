@@ -39,11 +39,13 @@ func (s State) Active() bool {
 }
 
 // FromProc maps the state letter of /proc/PID/task/TID/stat. /proc says R for a thread on
-// a CPU and for one waiting for a CPU alike; it is taken as on CPU.
+// a CPU and for one waiting for a CPU alike; it is taken as waiting, since a thread that
+// runs hits one of the kernel side's probes within a scheduler tick (at the latest the
+// timer that is the tick) and is then no longer seeded.
 func FromProc(letter string) (State, error) {
 	switch letter {
 	case "R":
-		return OnCPU, nil
+		return Runnable, nil
 	case "S", "I", "P", "W":
 		return Sleeping, nil
 	case "D":

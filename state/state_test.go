@@ -6,7 +6,7 @@ import "testing"
 
 func TestFromProc(t *testing.T) {
 	for letter, want := range map[string]State{
-		"R": OnCPU, "S": Sleeping, "I": Sleeping, "D": Uninterruptible, "T": Stopped, "t": Stopped, "Z": Dead,
+		"R": Runnable, "S": Sleeping, "I": Sleeping, "D": Uninterruptible, "T": Stopped, "t": Stopped, "Z": Dead,
 	} {
 		if got, err := FromProc(letter); err != nil || got != want {
 			t.Errorf("FromProc(%q) = %v, %v; want %v", letter, got, err, want)
