@@ -35,6 +35,7 @@ func (w *Writer) appendRows(rows []state.Sample) {
 	n, werr := hf.f.Write(w.buf)
 	if werr == nil {
 		hf.size += int64(n)
+		w.samplesBytes.Add(uint64(n))
 		w.written.Add(uint64(len(rows)))
 		w.resume()
 		w.syncIfDue()
@@ -62,6 +63,7 @@ func (w *Writer) appendRows(rows []state.Sample) {
 		}
 	}
 	hf.size += int64(keep)
+	w.samplesBytes.Add(uint64(keep))
 	w.pause(cause, logrus.Fields{fieldReason: reason})
 	w.written.Add(uint64(whole))
 	w.dropped.Add(uint64(len(rows) - whole))
@@ -126,18 +128,22 @@ func (w *Writer) fits(n int) bool {
 
 // pauseCause is a condition an administrator fixes while threadcap keeps running: rows are
 // dropped and counted until it clears, and both ends are logged once.
-type pauseCause struct{ stop, resume string }
+// name is the cause as Stats gives it.
+type pauseCause struct{ name, stop, resume string }
 
 var (
 	causeNoSpace = &pauseCause{
+		name:   PausedNoSpace,
 		stop:   "out of disk space: dropping rows until space is freed",
 		resume: "disk space is back: writing rows again",
 	}
 	causeReadOnly = &pauseCause{
+		name:   PausedReadOnly,
 		stop:   "output file system is read-only: dropping rows until it is writable; check dmesg for why it went read-only",
 		resume: "output file system is writable again: writing rows again",
 	}
 	causeWriteError = &pauseCause{
+		name:   PausedWriteError,
 		stop:   "cannot write the hour file: rows that cannot be written are dropped, and it is tried again at every tick; the reason says what to fix",
 		resume: "the hour file can be written again: writing rows again",
 	}
@@ -164,6 +170,7 @@ func (w *Writer) pause(cause *pauseCause, fields logrus.Fields) {
 		return // the first cause is logged; its resume covers this one
 	}
 	w.paused = cause
+	w.pausedNow.Store(cause)
 	w.pausedAt = w.dropped.Load()
 	w.log.WithFields(fields).Warn(cause.stop)
 	// Compressing a finished hour may be what frees the space.
@@ -176,4 +183,5 @@ func (w *Writer) resume() {
 	}
 	w.log.WithField(fieldDropped, w.dropped.Load()-w.pausedAt).Info(w.paused.resume)
 	w.paused = nil
+	w.pausedNow.Store(nil)
 }

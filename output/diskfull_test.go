@@ -69,6 +69,9 @@ func TestDiskFull(t *testing.T) {
 				}
 				f.write()
 			}
+			if got := w.Stats().Paused; got != PausedNoSpace {
+				t.Errorf("while dropping rows, Stats says paused %q, want %q", got, PausedNoSpace)
+			}
 			path := filepath.Join(dir, hourfile.Samples.Name(hour, hourfile.CSV))
 			before := modTime(t, path)
 			time.Sleep(20 * time.Millisecond) // past the file system's timestamp granularity
@@ -89,6 +92,9 @@ func TestDiskFull(t *testing.T) {
 			f.write()
 			if w.WrittenRows() != written+37 {
 				t.Errorf("after freeing space %d rows were written, want the tick's 37", w.WrittenRows()-written)
+			}
+			if got := w.Stats().Paused; got != "" {
+				t.Errorf("writing again, Stats says paused %q", got)
 			}
 			checkWholeRows(t, w, path, f)
 			// The ticks whose rows were dropped are left out of the ticks file with them;

@@ -4,6 +4,7 @@ package output
 
 import (
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/threadcap/threadcap/output/hourfile"
@@ -16,6 +17,9 @@ type sideFile struct {
 	kind   hourfile.Kind
 	file   *hourFile
 	failed bool
+	// written counts the bytes that reached the kind's files; read by Stats from any
+	// goroutine.
+	written atomic.Uint64
 }
 
 // current reports whether the file is open for hour.
@@ -46,6 +50,7 @@ func (sf *sideFile) appendLines(buf []byte) error {
 	n, err := hf.f.Write(buf)
 	if err == nil {
 		hf.size += int64(n)
+		sf.written.Add(uint64(n))
 		return nil
 	}
 	return errors.Join(err, hf.f.Truncate(hf.size))

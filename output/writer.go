@@ -48,6 +48,8 @@ type Writer struct {
 	dirLock *os.File
 
 	written, dropped atomic.Uint64
+	samplesBytes     atomic.Uint64              // bytes of rows (and headers) that reached the samples files
+	pausedNow        atomic.Pointer[pauseCause] // paused, for Stats without the lock a stuck write holds
 
 	mu   sync.Mutex // guards everything below, up to maintMu
 	file *hourFile
@@ -144,6 +146,43 @@ func (w *Writer) WrittenRows() uint64 { return w.written.Load() }
 // MinFreeBytes, or a write failed. Every row given to Write is counted exactly once, in
 // WrittenRows or here.
 func (w *Writer) DroppedRows() uint64 { return w.dropped.Load() }
+
+// Why writing is paused, as Stats names it.
+const (
+	PausedNoSpace    = "no_space"    // the disk is full, or below MinFreeBytes
+	PausedReadOnly   = "read_only"   // the file system went read-only
+	PausedWriteError = "write_error" // any other failure to open or write the hour file
+)
+
+// PauseCauses are every cause Stats.Paused can name.
+func PauseCauses() []string { return []string{PausedNoSpace, PausedReadOnly, PausedWriteError} }
+
+// Stats are the writer's counts since it started.
+type Stats struct {
+	WrittenRows, DroppedRows uint64
+	// Bytes are the bytes written to each kind of hour file, headers included, before
+	// compression.
+	Bytes map[hourfile.Kind]uint64
+	// Paused is why rows are being dropped (one of PauseCauses); "" while writing.
+	Paused string
+}
+
+// Stats returns the counts so far. It may be called from any goroutine, and does not wait
+// for a write in progress: a writer stuck on its disk still reports.
+func (w *Writer) Stats() Stats {
+	st := Stats{
+		WrittenRows: w.written.Load(), DroppedRows: w.dropped.Load(),
+		Bytes: map[hourfile.Kind]uint64{
+			hourfile.Samples: w.samplesBytes.Load(),
+			hourfile.Stacks:  w.stacks.written.Load(),
+			hourfile.Ticks:   w.ticks.written.Load(),
+		},
+	}
+	if c := w.pausedNow.Load(); c != nil {
+		st.Paused = c.name
+	}
+	return st
+}
 
 // Write appends the rows of one tick to the file of tick's hour, starting a new file when
 // the hour changes, and hands them to the kernel before returning so that tail -f sees

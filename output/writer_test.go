@@ -4,6 +4,7 @@ package output
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -206,5 +207,53 @@ func TestTicksFileHasEveryTick(t *testing.T) {
 	}
 	if n := len(readCSV(t, filepath.Join(dir, "threadcap_samples_2026-11-21T14Z.csv"))) - 1; n != 4 {
 		t.Errorf("samples file has %d rows, want 4", n)
+	}
+}
+
+// TestStatsCountWhatReachesEachFile: the bytes Stats counts for each kind of hour file are
+// the files' sizes, over two hours and a restart that appends to the second.
+func TestStatsCountWhatReachesEachFile(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Date(2026, 11, 21, 13, 59, 58, 0, time.UTC)
+	cfg, clock, _ := testConfig(dir, start)
+	stack := state.NewStack([]string{"entry_SYSCALL_64", "do_syscall_64", "ksys_read", "pipe_read"})
+	want := map[hourfile.Kind]uint64{}
+	for run := range 2 {
+		w, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			tick := start.Add(time.Duration(run*3+i) * time.Second)
+			clock.Set(tick)
+			rows := mysqlRows(tick, 100, 3)
+			rows[0].KernelStack = stack
+			if err := w.Write(tick, rows); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st := w.Stats()
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if st.WrittenRows != 9 || st.DroppedRows != 0 || st.Paused != "" {
+			t.Errorf("run %d: %+v, want 9 rows written, none dropped, not paused", run, st)
+		}
+		for kind, n := range st.Bytes {
+			want[kind] += n
+		}
+	}
+	for _, kind := range hourfile.Kinds() {
+		var size uint64
+		for _, hour := range []string{"13", "14"} {
+			fi, err := os.Stat(filepath.Join(dir, kind.Prefix()+"2026-11-21T"+hour+"Z.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			size += uint64(fi.Size())
+		}
+		if want[kind] != size || size == 0 {
+			t.Errorf("%s: Stats counted %d bytes, the files hold %d", kind, want[kind], size)
+		}
 	}
 }

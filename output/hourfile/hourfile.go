@@ -21,7 +21,7 @@ import (
 
 // Kind is one series of hour files. Every kind is rotated, compressed and deleted like the
 // samples.
-type Kind struct{ prefix string }
+type Kind struct{ name, prefix string }
 
 // The kinds of hour file. A new kind is one more line here.
 var (
@@ -37,13 +37,16 @@ var (
 var kinds []Kind
 
 func newKind(name string) Kind {
-	k := Kind{prefix: "threadcap_" + name + "_"}
+	k := Kind{name: name, prefix: "threadcap_" + name + "_"}
 	kinds = append(kinds, k)
 	return k
 }
 
 // Kinds are all the kinds, in the order they are declared.
 func Kinds() []Kind { return slices.Clone(kinds) }
+
+// String is the kind's name: samples, stacks or ticks.
+func (k Kind) String() string { return k.name }
 
 // Prefix is what the names of the kind's files start with.
 func (k Kind) Prefix() string { return k.prefix }
