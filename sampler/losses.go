@@ -80,6 +80,7 @@ func (s *Sampler) checkLosses(now time.Time) {
 		return
 	}
 	s.checkUntracked(now, c)
+	s.stats.LostStacks, s.stats.UnseenSwitches = c.LostStacks, c.UnseenSwitches
 	if s.losses.stackRead.allow(now) {
 		l := &s.losses
 		l.stacks.report(l.stacks.read(now, stackCounts{lost: c.LostStacks, expected: s.stats.StackRows, missing: s.stats.StacklessRows}), s.cfg.Log)

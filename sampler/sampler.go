@@ -82,6 +82,8 @@ type Config struct {
 	Mono func() uint64
 	Wall func() time.Time
 	Log  *logrus.Entry
+	// Observer is told of every tick and its rows; nil tells no one.
+	Observer Observer
 }
 
 // The sampling intervals allowed: 100 Hz down to one sample an hour.
@@ -118,9 +120,11 @@ type Stats struct {
 	Ticks        uint64
 	SkippedTicks uint64 // ticks not taken because the one before ran past them
 	Rows         uint64
-	// UntrackedThreads counts threads the kernel side had no room for, and LostUpdates the
-	// events about them; both as of the last read of the Source's Counters.
-	UntrackedThreads, LostUpdates uint64
+	// UntrackedThreads counts threads the kernel side had no room for, LostUpdates the
+	// events about them, LostStacks the stacks it had no room for and UnseenSwitches the
+	// switches it repaired (see bpf.Counters); all as of the last read of the Source's
+	// Counters.
+	UntrackedThreads, LostUpdates, LostStacks, UnseenSwitches uint64
 	// StackRows counts the rows that should carry a kernel stack (off CPU in one of
 	// Config.StackStates, not seeded), and StacklessRows those of them without one.
 	StackRows, StacklessRows uint64
@@ -153,6 +157,7 @@ type Sampler struct {
 	writeErr error          // the first failed Write of this tick
 	dead     []uint32
 	stats    Stats
+	tracked  int // threads in prev: those holding a record
 	slowLog  rateLimit
 	updates  updates
 	losses   losses

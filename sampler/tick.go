@@ -69,6 +69,7 @@ func reconcileCPU(t *[state.TimedStates]int64, kernelUs, carry int64) int64 {
 // view as of it. A tick that was not armed (the first, or one a caller asks for) takes
 // the instant it is called at.
 func (s *Sampler) Tick(wall time.Time) error {
+	began := s.cfg.Mono()
 	mono := s.armed.mono
 	if mono == 0 || !s.armed.wall.Equal(wall) {
 		mono = s.cfg.Mono()
@@ -109,6 +110,11 @@ func (s *Sampler) Tick(wall time.Time) error {
 	if s.kstacks != nil {
 		s.kstacks.Load() // from the first tick on: see symbolize.KernelStacks.Load
 	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Ticked(TickReport{
+			Took: time.Duration(s.cfg.Mono() - began), Stats: s.stats, Tracked: s.tracked, Seeded: len(s.seeded),
+		})
+	}
 	if s.writeErr != nil {
 		return s.writeErr
 	}
@@ -123,6 +129,9 @@ const rowBatch = 1024
 // flush hands the tick's rows so far to the sink. The last flush of a tick is made even
 // without rows: the sink learns of the tick (and of a new hour) either way.
 func (s *Sampler) flush(wall time.Time) {
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Rows(wall, s.rows)
+	}
 	if err := s.sink.Write(wall, s.rows); err != nil && s.writeErr == nil {
 		s.writeErr = fmt.Errorf("writing tick %s: %w", wall.Format(time.RFC3339), err)
 	}
@@ -143,6 +152,9 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 		return
 	}
 	known := p.tid == th.Tid && p.startNs == th.StartNs && p.tid != 0
+	if p.tid == 0 {
+		s.tracked++
+	}
 	if !known {
 		// A thread first seen by the kernel side is no longer a seeded guess.
 		delete(s.seeded, th.Tid)
@@ -161,6 +173,7 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 			}
 		}
 		*p = snapshot{}
+		s.tracked--
 		return
 	}
 	*p = snapshot{
