@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package metrics
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/threadcap/threadcap/state"
+)
+
+// Other is the process label of the time of every process without a label of its own.
+const Other = "other"
+
+// rankEvery is how often the processes with a label of their own are chosen again, by
+// their activity since the last choice: often enough that a process that becomes the
+// busiest is named within a minute, seldom enough that series do not come and go with
+// every burst.
+const rankEvery = time.Minute
+
+// activity sums the rows' exact state times: the seconds each process's threads spent in
+// each state. Only the top processes by activity have a label of their own (their series
+// start when they are chosen and end when they are not); the time of the others goes to
+// Other, so that a scrape holds at most top+1 processes, whatever runs on the machine.
+type activity struct {
+	top int
+
+	mu sync.Mutex
+	// named are the processes with a label of their own, and their µs per state since
+	// they were chosen.
+	named map[string]*[state.TimedStates]int64
+	other [state.TimedStates]int64
+	// active is each process's active µs (on CPU, runnable, uninterruptible) since
+	// rankedAt: what the next choice ranks by.
+	active   map[string]int64
+	rankedAt time.Time
+}
+
+func newActivity(top int) *activity {
+	return &activity{top: top, named: map[string]*[state.TimedStates]int64{}, active: map[string]int64{}}
+}
+
+// add counts the time of one batch of a tick's rows. A seeded row has no times, and a
+// dead row's are its thread's last: both count like any other row.
+func (a *activity) add(tick time.Time, rows []state.Sample) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.rankedAt.IsZero() {
+		a.rankedAt = tick
+	}
+	if tick.Sub(a.rankedAt) >= rankEvery {
+		a.rank()
+		a.rankedAt = tick
+	}
+	for i := range rows {
+		r := &rows[i]
+		if r.StateTimeUs[state.OnCPU] < 0 {
+			continue // seeded: times unknown
+		}
+		a.active[r.Process] += r.StateTimeUs[state.OnCPU] + r.StateTimeUs[state.Runnable] + r.StateTimeUs[state.Uninterruptible]
+		sum := a.seriesOf(r.Process)
+		for st, us := range r.StateTimeUs {
+			sum[st] += us
+		}
+	}
+}
+
+// seriesOf is where a row of process counts: its own series, one started now while
+// fewer than top processes have one, or Other.
+func (a *activity) seriesOf(process string) *[state.TimedStates]int64 {
+	if s, ok := a.named[process]; ok {
+		return s
+	}
+	if len(a.named) < a.top && ownLabel(process) {
+		s := new([state.TimedStates]int64)
+		a.named[process] = s
+		return s
+	}
+	return &a.other
+}
+
+// rank keeps the top processes by activity since the last ranking, most active first;
+// the series of the others end, and those of the new ones start. A process that keeps its
+// place keeps its series.
+func (a *activity) rank() {
+	names := make([]string, 0, len(a.active))
+	for name := range a.active {
+		if ownLabel(name) {
+			names = append(names, name)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if a.active[names[i]] != a.active[names[j]] {
+			return a.active[names[i]] > a.active[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	keep := map[string]bool{}
+	for _, name := range names[:min(a.top, len(names))] {
+		keep[name] = true
+	}
+	for name := range a.named {
+		if !keep[name] {
+			delete(a.named, name)
+		}
+	}
+	for name := range keep {
+		if a.named[name] == nil {
+			a.named[name] = new([state.TimedStates]int64)
+		}
+	}
+	clear(a.active)
+}
+
+// ownLabel says whether process may have a series of its own: an unknown name (a thread
+// gone before its process was read) or one spelt like Other counts in Other.
+func ownLabel(process string) bool { return process != "" && process != Other }
+
+// processSeconds is one process's (or Other's) seconds per state.
+type processSeconds struct {
+	process string
+	seconds [state.TimedStates]float64
+}
+
+// snapshot returns the seconds of every named process and of Other.
+func (a *activity) snapshot() []processSeconds {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]processSeconds, 0, len(a.named)+1)
+	add := func(name string, us *[state.TimedStates]int64) {
+		p := processSeconds{process: name}
+		for st, v := range us {
+			p.seconds[st] = float64(v) / 1e6
+		}
+		out = append(out, p)
+	}
+	for name, us := range a.named {
+		add(name, us)
+	}
+	add(Other, &a.other)
+	return out
+}

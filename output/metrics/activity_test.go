@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package metrics
+
+import (
+	"testing"
+	"time"
+
+	"github.com/threadcap/threadcap/state"
+)
+
+// row is a row of process with us microseconds on CPU and the rest of a second asleep.
+func row(process string, us int64) state.Sample {
+	return state.Sample{Process: process, StateTimeUs: [state.TimedStates]int64{state.OnCPU: us, state.Sleeping: 1_000_000 - us}}
+}
+
+// seconds sums the snapshot by process, over every state.
+func seconds(a *activity) map[string]float64 {
+	by := map[string]float64{}
+	for _, p := range a.snapshot() {
+		for _, s := range p.seconds {
+			by[p.process] += s
+		}
+	}
+	return by
+}
+
+// TestActivityKeepsTopProcessesAndLosesNoTime: with room for two processes, no more than
+// two (and other) are ever shown; a minute in, the two most active of that minute are;
+// and every row's time is in some series: what the series shown grew by from one tick to
+// the next (from 0 for one that started) is the time of the tick's rows.
+func TestActivityKeepsTopProcessesAndLosesNoTime(t *testing.T) {
+	a := newActivity(2)
+	start := time.Unix(1_800_000_000, 0)
+	before := map[string]float64{}
+	for i := range 90 {
+		tick := start.Add(time.Duration(i) * time.Second)
+		// The idle ones come first, and take the free labels until the first ranking.
+		rows := []state.Sample{row("idle1", 1), row("idle2", 2), row("busy", 900_000), row("busier", 990_000), row("", 500_000)}
+		if i%2 == 0 {
+			rows = append(rows, row(Other, 400_000)) // a process named like the bucket
+		}
+		a.add(tick, rows)
+		by := seconds(a)
+		if len(by) > 3 {
+			t.Fatalf("tick %d: %d processes shown, want at most 2 and other: %v", i, len(by), by)
+		}
+		var grew float64
+		for name, s := range by {
+			grew += s - before[name]
+		}
+		if diff := grew - float64(len(rows)); diff > 1e-6 || diff < -1e-6 {
+			t.Fatalf("tick %d: the series grew by %.6f thread-seconds, want %d (every row's)", i, grew, len(rows))
+		}
+		before = by
+		switch {
+		case i < 60 && (by["idle1"] == 0 || by["busy"] != 0):
+			t.Fatalf("tick %d: before the first ranking the first processes seen keep the labels: %v", i, by)
+		case i >= 60 && (by["busy"] == 0 || by["busier"] == 0 || by["idle1"] != 0 || by["idle2"] != 0):
+			t.Fatalf("tick %d: after the first ranking the busiest two have the labels: %v", i, by)
+		}
+	}
+	// After the ranking, busy's series started anew: 30 ticks of it.
+	if by := seconds(a); by["busy"] != 30 {
+		t.Errorf("busy shows %v thread-seconds, want the 30 since its label was given", by["busy"])
+	}
+}
+
+// TestActivitySkipsSeededRows: a seeded row has no times (-1): it adds nothing.
+func TestActivitySkipsSeededRows(t *testing.T) {
+	a := newActivity(5)
+	seeded := state.Sample{Process: "p", Seeded: true, StateTimeUs: [state.TimedStates]int64{-1, -1, -1, -1, -1}}
+	a.add(time.Unix(1, 0), []state.Sample{seeded})
+	if by := seconds(a); by["p"] != 0 || by[Other] != 0 {
+		t.Errorf("a seeded row added thread-seconds: %v", by)
+	}
+}
