@@ -16,6 +16,7 @@ import (
 
 	"github.com/threadcap/threadcap/bpf"
 	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/metrics"
 	"github.com/threadcap/threadcap/sampler"
 )
 
@@ -37,6 +38,7 @@ type Config struct {
 	Stacks    StacksConfig  `yaml:"stacks"`
 	Log       LogConfig     `yaml:"log"`
 	Output    OutputConfig  `yaml:"output"`
+	Metrics   MetricsConfig `yaml:"metrics"`
 
 	// origins says where a key's value came from ("FILE:LINE" or "--flag"), so that an
 	// error points at what to fix. Keys left at their default are absent.
@@ -79,6 +81,15 @@ type OutputConfig struct {
 	FsyncInterval Duration `yaml:"fsync_interval"`
 }
 
+// MetricsConfig is the Prometheus endpoint, off unless Listen is set.
+type MetricsConfig struct {
+	// Listen is host:port of the endpoint; "" opens no socket.
+	Listen string `yaml:"listen"`
+	// TopProcesses is how many processes have a label of their own in the activity
+	// metrics.
+	TopProcesses int `yaml:"top_processes"`
+}
+
 // Limits of the settings.
 const (
 	maxCapacity = 1 << 22
@@ -115,6 +126,7 @@ func Default() Config {
 			MinFreeBytes:  Size(1 << 30),
 			FsyncInterval: Duration(10 * time.Second),
 		},
+		Metrics: MetricsConfig{TopProcesses: metrics.DefaultTopProcesses},
 	}
 }
 
@@ -229,7 +241,23 @@ func (c *Config) Validate() error {
 		bad("log.format", "%q is not a format: use text or json", c.Log.Format)
 	}
 	errs = append(errs, c.Output.validate(c)...)
+	errs = append(errs, c.Metrics.validate(c)...)
 	return errors.Join(errs...)
+}
+
+func (m *MetricsConfig) validate(c *Config) []error {
+	var errs []error
+	bad := c.collect(&errs)
+	// The endpoint owns these checks.
+	if m.Listen != "" {
+		if err := metrics.CheckListen(m.Listen); err != nil {
+			bad("metrics.listen", "%v, or leave it empty for no endpoint", err)
+		}
+	}
+	if err := metrics.CheckTopProcesses(m.TopProcesses); err != nil {
+		bad("metrics.top_processes", "%v", err)
+	}
+	return errs
 }
 
 func (o *OutputConfig) validate(c *Config) []error {
@@ -283,5 +311,6 @@ func (c *Config) Fields() logrus.Fields {
 		"output.dir_mode": o.DirMode.String(), "output.group": o.Group,
 		"output.max_age": o.MaxAge.String(), "output.max_bytes": int64(o.MaxBytes),
 		"output.min_free_bytes": int64(o.MinFreeBytes), "output.fsync_interval": o.FsyncInterval.String(),
+		"metrics.listen": c.Metrics.Listen, "metrics.top_processes": c.Metrics.TopProcesses,
 	}
 }

@@ -124,6 +124,9 @@ output:
   max_age: forever
   max_bytes: -1
   fsync_interval: 5
+metrics:
+  listen: localhost
+  top_processes: -1
 `
 	_, err := load(t, yaml, "--log-format", "yaml")
 	if err == nil {
@@ -139,6 +142,7 @@ output:
 		":11: output.compres: unknown key: use one of compress,", ":12: output.compress: \"lz4\"",
 		":13: output.file_mode: 0200", ":14: output.dir_mode: \"rwx\"", ":15: output.group:",
 		":16: output.max_age: \"forever\"", ":17: output.max_bytes: \"-1\"", ":18: output.fsync_interval: \"5\"",
+		":20: metrics.listen: \"localhost\" is not an address", ":21: metrics.top_processes: -1",
 	}
 	lines := strings.Split(err.Error(), "\n")
 	for _, w := range want {
@@ -219,5 +223,21 @@ func TestValueSyntax(t *testing.T) {
 	}
 	if s := Duration(14 * 24 * time.Hour).String(); s != "14d" {
 		t.Errorf("14 days print as %q", s)
+	}
+}
+
+func TestMetricsListen(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		ok     bool
+	}{
+		{"", true}, {"127.0.0.1:9465", true}, {"[::1]:0", true}, {"localhost:9465", true}, {":9465", true},
+		{"127.0.0.1", false}, {"127.0.0.1:http", false}, {"127.0.0.1:65536", false}, {"::1:9465", false},
+	} {
+		c := Default()
+		c.Metrics.Listen = tc.listen
+		if err := c.Validate(); (err == nil) != tc.ok {
+			t.Errorf("metrics.listen %q: error %v, want ok=%v", tc.listen, err, tc.ok)
+		}
 	}
 }

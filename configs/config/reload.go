@@ -8,7 +8,8 @@ import (
 )
 
 // restartOnly are the settings a running threadcap cannot change: the kernel side is sized
-// and loaded with them, or the directory is held with them. This table is the one place
+// and loaded with them, the directory is held with them, or the metrics endpoint listens
+// and labels with them. This table is the one place
 // that says so: Diff reads its keys, KeepRestartOnly its resets.
 var restartOnly = []struct {
 	key  string
@@ -25,6 +26,8 @@ var restartOnly = []struct {
 	{"output.file_mode", func(n, r *Config) { n.Output.FileMode = r.Output.FileMode }},
 	{"output.dir_mode", func(n, r *Config) { n.Output.DirMode = r.Output.DirMode }},
 	{"output.group", func(n, r *Config) { n.Output.Group = r.Output.Group }},
+	{"metrics.listen", func(n, r *Config) { n.Metrics.Listen = r.Metrics.Listen }},
+	{"metrics.top_processes", func(n, r *Config) { n.Metrics.TopProcesses = r.Metrics.TopProcesses }},
 }
 
 // needsRestart says whether key is one of restartOnly.
