@@ -44,6 +44,9 @@ func runCommand(args []string) int {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	if err := run(ctx, opts, cfg, hup); err != nil {
+		if errors.As(err, new(config.UsageError)) {
+			return exitCode(err)
+		}
 		logrus.WithField(fieldComponent, "threadcap").WithError(err).Error("threadcap stopped")
 		return exitFailure
 	}
@@ -69,6 +72,13 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 	if err := requireCapabilities(); err != nil {
 		return err
 	}
+	metricsServer, err := listenMetrics(&cfg)
+	if err != nil {
+		return err
+	}
+	// Once serving, it is stopped before the tracker and the writer close too (below): a
+	// scrape reads both.
+	defer func() { err = errors.Join(err, metricsServer.Close()) }()
 
 	// The directory is taken first, so that a second instance stops before loading anything.
 	writer, err := output.New(cfg.Writer(logrus.WithField(fieldComponent, "output")))
@@ -87,6 +97,7 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 	// Closed before the writer: nothing is attached while the last file is flushed.
 	defer func() { err = errors.Join(err, tracker.Close()) }()
 
+	observer, registry := newMetrics(metricsServer, &cfg, tracker, writer)
 	s, err := sampler.New(sampler.Config{
 		Interval:   cfg.Interval(),
 		Filter:     filterOf(&cfg),
@@ -98,10 +109,14 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 		StackStates:  cfg.Stacks.Kernel.States(),
 		StackEntries: cfg.Stacks.Entries,
 		Log:          logrus.WithField(fieldComponent, "sampler"),
+		Observer:     observer,
 	}, tracker, writer)
 	if err != nil {
 		return err
 	}
+	serveMetrics(metricsServer, registry)
+	// On an early return, stopped before the deferred closes of the tracker and writer.
+	defer metricsServer.Close()
 	// Seeding reads every thread in /proc: on a loaded machine with many threads it can
 	// take seconds, and SIGTERM must not wait for it. Abandoned, it only reads /proc.
 	seeded := make(chan error, 1)
@@ -137,7 +152,7 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 	// Closed here rather than by the deferred calls (which then do nothing), to log how
 	// long each step of stopping took.
 	began := time.Now()
-	err = errors.Join(err, tracker.Close())
+	err = errors.Join(err, metricsServer.Close(), tracker.Close())
 	detached := time.Now()
 	err = errors.Join(err, writer.Close())
 	// Waited for only now: a reload may be waiting for a compression, which Close cancels.
