@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package bpf
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+// TestProgramStatsWhileTheKernelCountsRuns turns kernel.bpf_stats_enabled on for the
+// test (as an operator would for the metrics) and back as it was: the programs' runs and
+// run time then grow as threads switch.
+func TestProgramStatsWhileTheKernelCountsRuns(t *testing.T) {
+	tr := openTracker(t, Config{})
+	was, err := os.ReadFile(StatsEnabledPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(StatsEnabledPath, []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(StatsEnabledPath, was, 0o644) })
+	if !StatsEnabled() {
+		t.Fatalf("StatsEnabled is false with %s set to 1", StatsEnabledPath)
+	}
+	runsOf := func() map[string]ProgramStats {
+		progs, err := tr.ProgramStats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		by := map[string]ProgramStats{}
+		for _, p := range progs {
+			by[p.Name] = p
+		}
+		return by
+	}
+	before := runsOf()
+	for range 50 {
+		time.Sleep(time.Millisecond) // a switch out and in each
+	}
+	after := runsOf()
+	if len(after) != len(tr.coll.Programs) {
+		t.Errorf("stats of %d programs, %d loaded", len(after), len(tr.coll.Programs))
+	}
+	sw := "on_switch"
+	if _, ok := after[sw]; !ok {
+		t.Fatalf("no stats of %s among %v", sw, after)
+	}
+	if after[sw].Runs < before[sw].Runs+50 || after[sw].Runtime <= before[sw].Runtime {
+		t.Errorf("%s: %+v, then %+v after 50 sleeps: want 50 runs more at least, and run time", sw, before[sw], after[sw])
+	}
+}
