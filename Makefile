@@ -8,7 +8,7 @@ GO ?= go
 CLANG ?= clang-19
 STRIP ?= llvm-strip-19
 
-.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang install-postgres vendor-headers bench
+.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang install-postgres install-prometheus vendor-headers bench
 
 # -buildvcs=auto: the commit goes into the binary for `threadcap version` even where the
 # environment sets GOFLAGS=-buildvcs=false, and a tree without .git still builds.
@@ -17,7 +17,7 @@ build:
 
 # Everything CI runs. Privileged tests load BPF programs and need root (under CI=true they
 # fail rather than skip). Packages run one at a time (-p 1): their spinners measure CPU shares.
-test: lint check-generated verify-unit install-postgres
+test: lint check-generated verify-unit install-postgres install-prometheus
 	$(GO) test -race -p 1 -count=1 ./...
 	cd test/duckdb && $(GO) test -count=1 ./...
 	$(MAKE) fuzz
@@ -98,6 +98,13 @@ install-clang:
 install-postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1 || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null)
+
+# The metrics test (test/e2e) scrapes the daemon with a throwaway Debian Prometheus on
+# 127.0.0.1. Without recommends: it needs no exporters. A machine with systemd also gets
+# the package's own service, which the test never uses.
+install-prometheus:
+	@command -v prometheus >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null)
 
 # Refreshes the vendored libbpf headers from Debian's libbpf-dev. Their includes of each
 # other are made local: the BPF objects are compiled with -nostdinc, so a vendored header
