@@ -149,7 +149,7 @@ func BenchmarkRecords(b *testing.B) {
 	rows := 2000 * 28
 	b.Run("recordReader", func(b *testing.B) {
 		for b.Loop() {
-			rr := newRecordReader(bytes.NewReader(data))
+			rr := hourfile.NewRecordReader(bytes.NewReader(data))
 			for {
 				if _, err := rr.Read(); err != nil {
 					break

@@ -5,14 +5,8 @@ package report
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
-	"strings"
 	"time"
-
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/threadcap/threadcap/output/hourfile"
 )
@@ -83,39 +77,3 @@ func tickFilesFor(dir string, files []hourfile.File) (map[time.Time][]string, er
 	}
 	return ticks, nil
 }
-
-// openHourFile opens an hour file for reading, decompressing by suffix. The current hour's
-// plain file may be growing while it is read; the record reader ignores a last row the
-// writer has not finished.
-func openHourFile(path string) (io.ReadCloser, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("opening hour file: %w", err)
-	}
-	switch {
-	case strings.HasSuffix(path, hourfile.Gzip):
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
-		return readCloser{zr, func() error { return errors.Join(zr.Close(), f.Close()) }}, nil
-	case strings.HasSuffix(path, hourfile.Zstd):
-		// One goroutine: a report is a batch job that should not take every CPU of the
-		// server it is investigating.
-		zr, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
-		return readCloser{zr, func() error { zr.Close(); return f.Close() }}, nil
-	}
-	return f, nil
-}
-
-type readCloser struct {
-	io.Reader
-	close func() error
-}
-
-func (r readCloser) Close() error { return r.close() }

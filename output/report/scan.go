@@ -242,12 +242,12 @@ func (s *scan) ticksFile(path string) error {
 // that row finds malformed (false), is counted in malformed and skipped. A file without
 // even a header, just created, has nothing to read.
 func eachRecord(path string, malformed *int64, head func([][]byte) error, row func([][]byte) bool) error {
-	rc, err := openHourFile(path)
+	rc, err := hourfile.Open(path)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	rr := newRecordReader(rc)
+	rr := hourfile.NewRecordReader(rc)
 	header, err := rr.Read()
 	if errors.Is(err, io.EOF) {
 		return nil
@@ -265,7 +265,7 @@ func eachRecord(path string, malformed *int64, head func([][]byte) error, row fu
 		switch {
 		case errors.Is(err, io.EOF):
 			return nil
-		case errors.Is(err, ErrBareQuote) || errors.Is(err, ErrQuote):
+		case errors.Is(err, hourfile.ErrBareQuote) || errors.Is(err, hourfile.ErrQuote):
 			*malformed++
 		case err != nil:
 			return fmt.Errorf("reading %s at line %d: %w", path, rr.Line(), err)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package report
+package hourfile
 
 import (
 	"bufio"
@@ -20,7 +20,7 @@ var (
 // (a 4 KiB executable path, long stacks) are far shorter.
 const maxRecord = 1 << 20
 
-// recordReader reads RFC 4180 records, much faster than encoding/csv: a record without a
+// RecordReader reads RFC 4180 records, much faster than encoding/csv: a record without a
 // double quote, which is nearly every row threadcap writes, is split in place in the read
 // buffer, with no copy and no allocation. Quoted fields hold commas, doubled quotes and
 // newlines exactly as RFC 4180 says; a fuzz test holds it to encoding/csv.
@@ -28,7 +28,7 @@ const maxRecord = 1 << 20
 // Unlike encoding/csv it keeps a CR inside a quoted field as it is (encoding/csv turns CRLF
 // there into LF), and a last record with no newline is not returned but counted in Partial:
 // in the current hour's file that is a row the writer is still writing.
-type recordReader struct {
+type RecordReader struct {
 	r       *bufio.Reader
 	rec     []byte   // the current record when it cannot stay in the read buffer
 	unq     []byte   // quoted fields, unquoted
@@ -38,14 +38,14 @@ type recordReader struct {
 	partial int // bytes of an unfinished last record
 }
 
-func newRecordReader(r io.Reader) *recordReader {
-	return &recordReader{r: bufio.NewReaderSize(r, 1<<18), next: 1}
+func NewRecordReader(r io.Reader) *RecordReader {
+	return &RecordReader{r: bufio.NewReaderSize(r, 1<<18), next: 1}
 }
 
 // Read returns the next record's fields, which stay valid until the next call. At the end
 // it returns io.EOF; ErrBareQuote or ErrQuote for a malformed record, after which reading
 // may go on; any other error is the underlying reader's.
-func (rr *recordReader) Read() ([][]byte, error) {
+func (rr *RecordReader) Read() ([][]byte, error) {
 	for {
 		rr.line = rr.next
 		chunk, err := rr.r.ReadSlice('\n')
@@ -88,10 +88,10 @@ func (rr *recordReader) Read() ([][]byte, error) {
 }
 
 // Line is the line the last record read starts on, for error messages.
-func (rr *recordReader) Line() int64 { return rr.line }
+func (rr *RecordReader) Line() int64 { return rr.line }
 
 // Partial is the length of an unfinished last record found at the end, 0 if none.
-func (rr *recordReader) Partial() int { return rr.partial }
+func (rr *RecordReader) Partial() int { return rr.partial }
 
 // trimEOL drops the newline ending a record, and the CR of a CRLF.
 func trimEOL(b []byte) []byte {
@@ -103,7 +103,7 @@ func trimEOL(b []byte) []byte {
 }
 
 // split cuts a record without quotes at its commas.
-func (rr *recordReader) split(rec []byte) [][]byte {
+func (rr *RecordReader) split(rec []byte) [][]byte {
 	f := rr.fields[:0]
 	for {
 		i := bytes.IndexByte(rec, ',')
@@ -117,7 +117,7 @@ func (rr *recordReader) split(rec []byte) [][]byte {
 }
 
 // parse cuts a record that holds quotes into fields, unquoting them.
-func (rr *recordReader) parse(rec []byte) ([][]byte, error) {
+func (rr *RecordReader) parse(rec []byte) ([][]byte, error) {
 	f := rr.fields[:0]
 	// Unquoting only shortens, so unq never grows past this and earlier fields stay valid.
 	if cap(rr.unq) < len(rec) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package report
+package hourfile
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 )
 
 // readAll reads every record, copying each, up to the first error.
-func readAll(rr *recordReader) ([][]string, error) {
+func readAll(rr *RecordReader) ([][]string, error) {
 	var out [][]string
 	for {
 		fields, err := rr.Read()
@@ -55,7 +55,7 @@ func TestRecordReader(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// One byte at a time, so that records cross every possible read boundary.
-			rr := newRecordReader(iotest.OneByteReader(strings.NewReader(tc.in)))
+			rr := NewRecordReader(iotest.OneByteReader(strings.NewReader(tc.in)))
 			got, err := readAll(rr)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("error %v, want %v", err, tc.err)
@@ -122,7 +122,7 @@ func FuzzRecordReader(f *testing.F) {
 			}
 			want = append(want, rec)
 		}
-		rr := newRecordReader(strings.NewReader(in))
+		rr := NewRecordReader(strings.NewReader(in))
 		got, err := readAll(rr)
 		if len(got) != len(want) || len(got) > 0 && !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q: records %q, encoding/csv reads %q then %v", in, got, want, wantErr)
@@ -137,7 +137,7 @@ func FuzzRecordReader(f *testing.F) {
 // readJoined reads every record of r, each as its fields joined by |, and counts the
 // records the reader refused.
 func readJoined(r io.Reader) (records []string, bad int) {
-	rr := newRecordReader(r)
+	rr := NewRecordReader(r)
 	for {
 		fields, err := rr.Read()
 		if errors.Is(err, io.EOF) {
