@@ -14,7 +14,10 @@ require (
 
 require gopkg.in/yaml.v3 v3.0.1
 
-require github.com/prometheus/client_golang v1.25.0
+require (
+	github.com/parquet-go/parquet-go v0.32.0
+	github.com/prometheus/client_golang v1.25.0
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -24,4 +27,13 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
+)
+
+require (
+	github.com/andybalholm/brotli v1.1.1 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/parquet-go/bitpack v1.0.0 // indirect
+	github.com/parquet-go/jsonlite v1.0.0 // indirect
+	github.com/pierrec/lz4/v4 v4.1.21 // indirect
+	github.com/twpayne/go-geom v1.6.1 // indirect
 )

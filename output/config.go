@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/threadcap/threadcap/output/hourfile"
 )
 
 // Compression formats for closed hours.
@@ -18,6 +20,15 @@ const (
 	CompressGzip = "gzip" // the default: zgrep, zcat and DuckDB read it as is
 	CompressZstd = "zstd" // smaller and faster; needs zstdgrep or zstdcat
 	CompressNone = "none"
+)
+
+// Formats of closed hours. The current hour is always CSV: it is appended to at each tick,
+// and what a crash leaves of it is repaired. When it closes, FormatParquet replaces it by
+// Parquet, FormatBoth keeps both.
+const (
+	FormatCSV     = "csv" // the default
+	FormatParquet = "parquet"
+	FormatBoth    = "both"
 )
 
 // Defaults for the zero values of Config.
@@ -35,6 +46,11 @@ type Config struct {
 	// Group, a group name or numeric gid, owns Dir and the files when set, so that a DBA
 	// group can read them without root.
 	Group string
+	// Format is what closed hours are kept as: FormatCSV (when ""), FormatParquet or
+	// FormatBoth.
+	Format string
+	// Host names this host in Parquet files and their path; the host name when "".
+	Host string
 	// Compress is how closed hours are compressed: CompressGzip (when ""), CompressZstd or
 	// CompressNone.
 	Compress string
@@ -72,6 +88,16 @@ func (c Config) Validate() error {
 	}
 	if err := CheckCompress(d.Compress); err != nil {
 		errs = append(errs, fmt.Errorf("compress %w", err))
+	}
+	switch c.Format {
+	case "", FormatCSV, FormatParquet, FormatBoth:
+	default:
+		errs = append(errs, fmt.Errorf("format %q is not one of %s, %s, %s", c.Format, FormatCSV, FormatParquet, FormatBoth))
+	}
+	if c.Host != "" {
+		if err := hourfile.CheckHost(c.Host); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, d := range []struct {
 		name  string
@@ -125,6 +151,9 @@ func (c Config) withDefaults() Config {
 	if c.Compress == "" {
 		c.Compress = CompressGzip
 	}
+	if c.Format == "" {
+		c.Format = FormatCSV
+	}
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
@@ -151,4 +180,16 @@ func LookupGroup(group string) (int, error) {
 		return 0, fmt.Errorf("group %q has non-numeric gid %q: %w", group, g.Gid, err)
 	}
 	return gid, nil
+}
+
+// hostName is the host for Parquet files when none is configured.
+func hostName() (string, error) {
+	h, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("reading the host name: %w; set host in the config", err)
+	}
+	if err := hourfile.CheckHost(h); err != nil {
+		return "", fmt.Errorf("the host name cannot name Parquet files: %w; set host in the config", err)
+	}
+	return h, nil
 }

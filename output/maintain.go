@@ -96,7 +96,24 @@ func (w *Writer) listHours() ([]hourEntry, error) {
 	return hours, nil
 }
 
-// maintain compresses every closed hour, then applies retention. Files of the current
+// closeHour turns a closed hour's .csv into what the format keeps: Parquet, a compressed
+// CSV, or both. The CSV goes only once what replaces it is whole on disk; a failure leaves it
+// for the next pass to try again.
+func (w *Writer) closeHour(ctx context.Context, h hourEntry) {
+	if w.cfg.Format != FormatCSV && !w.parquetHour(ctx, h) {
+		return
+	}
+	switch {
+	case w.cfg.Format == FormatParquet:
+		if err := os.Remove(h.Path); err != nil {
+			w.log.WithField(fieldFile, h.Path).WithError(err).Error("removing the CSV of an hour kept as Parquet failed")
+		}
+	case w.cfg.Compress != CompressNone:
+		w.compressHour(ctx, h)
+	}
+}
+
+// maintain compresses every closed hour, or writes it as Parquet, then applies retention. Files of the current
 // hour, or later ones left by a clock that has since gone back, are never touched.
 func (w *Writer) maintain(ctx context.Context) {
 	w.maintMu.Lock()
@@ -107,19 +124,18 @@ func (w *Writer) maintain(ctx context.Context) {
 		w.log.WithError(err).Error("listing output dir failed")
 		return
 	}
-	if w.cfg.Compress != CompressNone {
-		for _, h := range hours {
-			if h.Suffix == hourfile.CSV && h.Hour.Before(current) {
-				if ctx.Err() != nil {
-					return
-				}
-				w.compressHour(ctx, h)
-			}
+	for _, h := range hours {
+		if h.Suffix != hourfile.CSV || !h.Hour.Before(current) {
+			continue
 		}
-		if hours, err = w.listHours(); err != nil {
-			w.log.WithError(err).Error("listing output dir failed")
+		if ctx.Err() != nil {
 			return
 		}
+		w.closeHour(ctx, h)
+	}
+	if hours, err = w.listHours(); err != nil {
+		w.log.WithError(err).Error("listing output dir failed")
+		return
 	}
 	w.applyRetention(hours, current)
 }
@@ -151,6 +167,9 @@ func (w *Writer) applyRetention(hours []hourEntry, current time.Time) {
 		if err := os.Remove(path); err != nil {
 			w.log.WithField(fieldFile, path).WithError(err).Error("deleting old hour file failed")
 			continue
+		}
+		if h.Host != "" {
+			hourfile.RemoveEmptyParquetDirs(w.cfg.Dir, path)
 		}
 		total -= h.size
 		w.log.WithField(fieldFile, path).WithField(fieldReason, reason).Info("deleted old hour file")

@@ -62,14 +62,38 @@ var Columns = []Column{
 	{"user_stack", typeVarchar, "", "Hash of the user-space stack captured with kernel_stack, when user stacks are turned on (off by default); its frames are in the same stacks file."},
 }
 
-// header is the first line of every file, computed once because every rotation writes it.
-var header = func() string {
-	names := make([]string, len(Columns))
-	for i, c := range Columns {
+// StackColumns is the layout of every stacks file: a stack's hash, as rows show it, and its
+// frames, outermost first and ';'-separated (the folded form flame graph tools read).
+var StackColumns = []Column{
+	{"hash", typeVarchar, "", "The hash rows show in kernel_stack or user_stack."},
+	{"frames", typeVarchar, "", "The stack's frames, outermost first, ';'-separated." + hourfile.TextNote},
+}
+
+// TickColumns is the layout of every ticks file: the time of each tick taken in the hour,
+// whether or not any thread had a row at it. Averages over ticks (threads active on
+// average) need the ticks without rows too, which the samples cannot show.
+var TickColumns = []Column{
+	{"sample_time", typeTimestampTZ, "", "Tick time, as in the samples."},
+}
+
+// KindColumns are the columns of each kind of hour file.
+var KindColumns = map[hourfile.Kind][]Column{
+	hourfile.Samples: Columns,
+	hourfile.Stacks:  StackColumns,
+	hourfile.Ticks:   TickColumns,
+}
+
+// headerOf is the first line of a file of columns, newline included.
+func headerOf(columns []Column) string {
+	names := make([]string, len(columns))
+	for i, c := range columns {
 		names[i] = c.Name
 	}
 	return strings.Join(names, ",") + "\n"
-}()
+}
+
+// header is the first line of every file, computed once because every rotation writes it.
+var header = headerOf(Columns)
 
 // Header is the first line of every file, newline included.
 func Header() string { return header }

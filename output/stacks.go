@@ -12,9 +12,8 @@ import (
 	"github.com/threadcap/threadcap/state"
 )
 
-// stacksHeader heads every stacks file: a stack's hash, as rows show it, and its frames,
-// outermost first and ';'-separated (the folded form flame graph tools read).
-const stacksHeader = "hash,frames\n"
+// stacksHeader heads every stacks file (see StackColumns).
+var stacksHeader = headerOf(StackColumns)
 
 // StacksHeader is the first line of every stacks file, newline included.
 func StacksHeader() string { return stacksHeader }

@@ -8,10 +8,8 @@ import (
 	"github.com/threadcap/threadcap/output/hourfile"
 )
 
-// ticksHeader heads every ticks file: the time of each tick taken in the hour, whether or
-// not any thread had a row at it. Averages over ticks (threads active on average) need
-// the ticks without rows too, which the samples cannot show.
-const ticksHeader = "sample_time\n"
+// ticksHeader heads every ticks file (see TickColumns).
+var ticksHeader = headerOf(TickColumns)
 
 // TicksHeader is the first line of every ticks file, newline included.
 func TicksHeader() string { return ticksHeader }

@@ -31,6 +31,8 @@ const (
 	fieldFloor     = "min_free_bytes"
 	fieldReason    = "reason"
 	fieldAside     = "moved_to"
+	fieldParquet   = "parquet"
+	fieldRows      = "rows"
 )
 
 // ErrClosed is returned by Write after Close.
@@ -81,6 +83,13 @@ func New(cfg Config) (*Writer, error) {
 		return nil, fmt.Errorf("invalid output config: %w", err)
 	}
 	cfg = cfg.withDefaults()
+	if cfg.Host == "" && cfg.Format != FormatCSV {
+		h, err := hostName()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Host = h
+	}
 	gid, err := LookupGroup(cfg.Group)
 	if err != nil {
 		return nil, err

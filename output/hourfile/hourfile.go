@@ -8,6 +8,11 @@
 // threadcap_samples_2026-11-21T14Z.csv. The hour is UTC so that names sort chronologically
 // as text and never repeat when the local clock falls back an hour, and the same name means
 // the same hour on servers in different time zones. Rows inside still carry local time.
+//
+// A closed hour may also be kept as Parquet, in a hive-partitioned tree under the same
+// directory that an object store holds as it is (see ParquetPath):
+//
+//	parquet/kind=samples/date=2026-11-21/hour=14/<host>.parquet
 package hourfile
 
 import (
@@ -45,7 +50,7 @@ func newKind(name string) Kind {
 // Kinds are all the kinds, in the order they are declared.
 func Kinds() []Kind { return slices.Clone(kinds) }
 
-// String is the kind's name: samples, stacks or ticks.
+// String is the kind's name, such as samples: the kind= of its Parquet files.
 func (k Kind) String() string { return k.name }
 
 // Prefix is what the names of the kind's files start with.
@@ -73,6 +78,9 @@ const (
 	NotAFile = ".csv.not-a-file"
 )
 
+// Parquet is the suffix of an hour's Parquet file (and Parquet+Tmp of one being written).
+const Parquet = ".parquet"
+
 // ReadableSuffixes are those of files a reader reads: not the .tmp copies compression
 // writes, nor files set aside.
 var ReadableSuffixes = []string{CSV, Gzip, Zstd}
@@ -82,10 +90,19 @@ type Name struct {
 	Kind   Kind
 	Hour   time.Time // UTC
 	Suffix string
+	// Host is the host of a Parquet file (Suffix Parquet, or Parquet+Tmp), "" for the
+	// others: its name is its path in the Parquet tree, of which the host is a part.
+	Host string
 }
 
-// String is the file name; Parse(n.String()) is n.
-func (n Name) String() string { return n.Kind.Name(n.Hour, n.Suffix) }
+// String is the file's name, its path under the directory for a Parquet file;
+// Parse(n.String()) is n.
+func (n Name) String() string {
+	if n.Host != "" {
+		return n.Kind.ParquetPath(n.Hour, n.Host) + strings.TrimPrefix(n.Suffix, Parquet)
+	}
+	return n.Kind.Name(n.Hour, n.Suffix)
+}
 
 // Readable reports whether a reader reads the file: see ReadableSuffixes.
 func (n Name) Readable() bool { return slices.Contains(ReadableSuffixes, n.Suffix) }
@@ -93,6 +110,9 @@ func (n Name) Readable() bool { return slices.Contains(ReadableSuffixes, n.Suffi
 // Parse is the inverse of Kind.Name, for any suffix; ok is false for files threadcap did
 // not name, so that retention never deletes them.
 func Parse(name string) (n Name, ok bool) {
+	if strings.HasPrefix(name, ParquetDir+"/") {
+		return parseParquet(name)
+	}
 	for _, k := range kinds {
 		rest, found := strings.CutPrefix(name, k.prefix)
 		if !found {
@@ -117,7 +137,8 @@ type File struct {
 }
 
 // List returns the hour files of every kind in dir, of any suffix, regular files only,
-// oldest hour first. The error is os.ReadDir's.
+// the Parquet tree's among them, oldest hour first. The error is os.ReadDir's on dir; a
+// Parquet tree that cannot be read lists no Parquet files.
 func List(dir string) ([]File, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -129,6 +150,7 @@ func List(dir string) ([]File, error) {
 			files = append(files, File{Name: n, Path: filepath.Join(dir, e.Name())})
 		}
 	}
+	files = append(files, listParquet(dir)...)
 	sort.SliceStable(files, func(i, j int) bool { return files[i].Hour.Before(files[j].Hour) })
 	return files, nil
 }

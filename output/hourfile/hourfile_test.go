@@ -115,3 +115,64 @@ func FuzzParseHourName(f *testing.F) {
 		}
 	})
 }
+
+func TestParquetLayout(t *testing.T) {
+	hour := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
+	got := Samples.ParquetPath(hour.In(time.FixedZone("CET", 3600)), "db-7.example")
+	if want := "parquet/kind=samples/date=2026-11-24/hour=03/db-7.example.parquet"; got != want {
+		t.Errorf("ParquetPath = %s, want %s", got, want)
+	}
+	for _, suffix := range []string{Parquet, Parquet + Tmp} {
+		n, ok := Parse(got + suffix[len(Parquet):])
+		if !ok || n.Kind != Samples || !n.Hour.Equal(hour) || n.Host != "db-7.example" || n.Suffix != suffix || n.Readable() {
+			t.Errorf("Parse(%s) = %+v, %v", got, n, ok)
+		}
+		if n.String() != got+suffix[len(Parquet):] {
+			t.Errorf("String() = %s", n.String())
+		}
+	}
+	for _, bad := range []string{
+		"parquet/kind=samples/date=2026-11-24/hour=03/.hidden.parquet",
+		"parquet/kind=other/date=2026-11-24/hour=03/h.parquet",
+		"parquet/kind=samples/date=2026-11-24/hour=3/h.parquet",
+		"parquet/kind=samples/date=2026-11-24/hour=03/h.csv",
+		"parquet/kind=samples/hour=03/h.parquet",
+	} {
+		if _, ok := Parse(bad); ok {
+			t.Errorf("Parse(%s) accepted a path threadcap does not write", bad)
+		}
+	}
+	dir := t.TempDir()
+	for _, p := range []string{got, Ticks.ParquetPath(hour.Add(-time.Hour), "h2"), "parquet/kind=samples/notes.txt"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 || files[0].Host != "h2" || files[1].Path != filepath.Join(dir, got) {
+		t.Errorf("List = %+v", files)
+	}
+	RemoveEmptyParquetDirs(dir, filepath.Join(dir, got)) // not empty: kept
+	os.Remove(filepath.Join(dir, got))
+	RemoveEmptyParquetDirs(dir, filepath.Join(dir, got))
+	if _, err := os.Stat(filepath.Join(dir, "parquet/kind=samples/date=2026-11-24")); !os.IsNotExist(err) {
+		t.Errorf("empty partitions left: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "parquet/kind=samples/notes.txt")); err != nil {
+		t.Errorf("a file threadcap did not write: %v", err)
+	}
+}
+
+func TestCheckHost(t *testing.T) {
+	for host, ok := range map[string]bool{"db-7.example": true, "h_1": true, "": false, ".x": false, "a/b": false, "a b": false, "ü": false} {
+		if err := CheckHost(host); (err == nil) != ok {
+			t.Errorf("CheckHost(%q) = %v", host, err)
+		}
+	}
+}
