@@ -89,10 +89,8 @@ func (c Config) Validate() error {
 	if err := CheckCompress(d.Compress); err != nil {
 		errs = append(errs, fmt.Errorf("compress %w", err))
 	}
-	switch c.Format {
-	case "", FormatCSV, FormatParquet, FormatBoth:
-	default:
-		errs = append(errs, fmt.Errorf("format %q is not one of %s, %s, %s", c.Format, FormatCSV, FormatParquet, FormatBoth))
+	if err := CheckFormat(d.Format); err != nil {
+		errs = append(errs, fmt.Errorf("format %w", err))
 	}
 	if c.Host != "" {
 		if err := hourfile.CheckHost(c.Host); err != nil {
@@ -129,6 +127,15 @@ func checkMode(mode, ownerNeeds os.FileMode, like string) error {
 		return fmt.Errorf("%#o must give the owner at least %#o, like %s", uint32(mode), uint32(ownerNeeds), like)
 	}
 	return nil
+}
+
+// CheckFormat accepts the formats of closed hours.
+func CheckFormat(s string) error {
+	switch s {
+	case FormatCSV, FormatParquet, FormatBoth:
+		return nil
+	}
+	return fmt.Errorf("%q is not one of %s, %s, %s", s, FormatCSV, FormatParquet, FormatBoth)
 }
 
 // CheckCompress accepts the compressions of closed hours.

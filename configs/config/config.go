@@ -16,6 +16,7 @@ import (
 
 	"github.com/threadcap/threadcap/bpf"
 	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/output/metrics"
 	"github.com/threadcap/threadcap/sampler"
 )
@@ -39,6 +40,8 @@ type Config struct {
 	Log       LogConfig     `yaml:"log"`
 	Output    OutputConfig  `yaml:"output"`
 	Metrics   MetricsConfig `yaml:"metrics"`
+	// Host names this host in Parquet files and their paths; the host name when empty.
+	Host string `yaml:"host"`
 
 	// origins says where a key's value came from ("FILE:LINE" or "--flag"), so that an
 	// error points at what to fix. Keys left at their default are absent.
@@ -72,6 +75,7 @@ type LogConfig struct {
 // OutputConfig is how the hour files are written and kept.
 type OutputConfig struct {
 	Compress      string   `yaml:"compress"`
+	Format        string   `yaml:"format"`
 	FileMode      FileMode `yaml:"file_mode"`
 	DirMode       FileMode `yaml:"dir_mode"`
 	Group         string   `yaml:"group"`
@@ -119,6 +123,7 @@ func Default() Config {
 		Stacks:   StacksConfig{Kernel: bpf.StacksUninterruptible, Entries: bpf.DefaultStackEntries},
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Output: OutputConfig{
+			Format:        output.FormatCSV,
 			Compress:      output.CompressGzip,
 			FileMode:      FileMode(output.DefaultFileMode),
 			DirMode:       FileMode(output.DefaultDirMode),
@@ -268,6 +273,7 @@ func (o *OutputConfig) validate(c *Config) []error {
 		key string
 		err error
 	}{
+		{"output.format", output.CheckFormat(o.Format)},
 		{"output.compress", output.CheckCompress(o.Compress)},
 		{"output.file_mode", output.CheckFileMode(os.FileMode(o.FileMode))},
 		{"output.dir_mode", output.CheckDirMode(os.FileMode(o.DirMode))},
@@ -278,6 +284,11 @@ func (o *OutputConfig) validate(c *Config) []error {
 	}
 	if _, err := output.LookupGroup(o.Group); err != nil {
 		bad("output.group", "%v", err)
+	}
+	if c.Host != "" {
+		if err := hourfile.CheckHost(c.Host); err != nil {
+			bad("host", "%v", err)
+		}
 	}
 	return errs
 }
@@ -292,6 +303,7 @@ func (c *Config) Writer(log *logrus.Entry) output.Config {
 	o := c.Output
 	return output.Config{
 		Dir: c.Dir, FileMode: os.FileMode(o.FileMode), DirMode: os.FileMode(o.DirMode), Group: o.Group,
+		Format: o.Format, Host: c.Host,
 		Compress: o.Compress, MaxAge: time.Duration(o.MaxAge), MaxBytes: int64(o.MaxBytes),
 		MinFreeBytes: int64(o.MinFreeBytes), FsyncEvery: time.Duration(o.FsyncInterval), Log: log,
 	}
@@ -307,7 +319,7 @@ func (c *Config) Fields() logrus.Fields {
 		"columns.cgroup": c.Columns.Cgroup, "columns.fd_target": c.Columns.FdTarget,
 		"stacks.kernel": c.Stacks.Kernel, "stacks.user": c.Stacks.User, "stacks.entries": c.Stacks.Entries,
 		"log.level": c.Log.Level, "log.format": c.Log.Format,
-		"output.compress": o.Compress, "output.file_mode": o.FileMode.String(),
+		"host": c.Host, "output.format": o.Format, "output.compress": o.Compress, "output.file_mode": o.FileMode.String(),
 		"output.dir_mode": o.DirMode.String(), "output.group": o.Group,
 		"output.max_age": o.MaxAge.String(), "output.max_bytes": int64(o.MaxBytes),
 		"output.min_free_bytes": int64(o.MinFreeBytes), "output.fsync_interval": o.FsyncInterval.String(),

@@ -124,9 +124,11 @@ output:
   max_age: forever
   max_bytes: -1
   fsync_interval: 5
+  format: columnar
 metrics:
   listen: localhost
   top_processes: -1
+host: a/b
 `
 	_, err := load(t, yaml, "--log-format", "yaml")
 	if err == nil {
@@ -142,7 +144,8 @@ metrics:
 		":11: output.compres: unknown key: use one of compress,", ":12: output.compress: \"lz4\"",
 		":13: output.file_mode: 0200", ":14: output.dir_mode: \"rwx\"", ":15: output.group:",
 		":16: output.max_age: \"forever\"", ":17: output.max_bytes: \"-1\"", ":18: output.fsync_interval: \"5\"",
-		":20: metrics.listen: \"localhost\" is not an address", ":21: metrics.top_processes: -1",
+		":21: metrics.listen: \"localhost\" is not an address", ":22: metrics.top_processes: -1",
+		":19: output.format: \"columnar\"", ":23: host: host \"a/b\"",
 	}
 	lines := strings.Split(err.Error(), "\n")
 	for _, w := range want {

@@ -28,6 +28,8 @@ var restartOnly = []struct {
 	{"output.group", func(n, r *Config) { n.Output.Group = r.Output.Group }},
 	{"metrics.listen", func(n, r *Config) { n.Metrics.Listen = r.Metrics.Listen }},
 	{"metrics.top_processes", func(n, r *Config) { n.Metrics.TopProcesses = r.Metrics.TopProcesses }},
+	{"output.format", func(n, r *Config) { n.Output.Format = r.Output.Format }},
+	{"host", func(n, r *Config) { n.Host = r.Host }},
 }
 
 // needsRestart says whether key is one of restartOnly.

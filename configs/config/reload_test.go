@@ -40,6 +40,7 @@ func TestKeepRestartOnlyKeepsWhatDiffSaysNeedsARestart(t *testing.T) {
 	next.Stacks = StacksConfig{Kernel: "off", User: true, Entries: 7}
 	next.Output.FileMode, next.Output.DirMode, next.Output.Group = 0o600, 0o700, "adm"
 	next.Metrics = MetricsConfig{Listen: "127.0.0.1:9465", TopProcesses: 3}
+	next.Output.Format, next.Host = "parquet", "db-7"
 	next.Hz = 10
 	_, restart := Diff(&old, &next)
 	if len(restart) != len(restartOnly) {
