@@ -189,6 +189,22 @@ func LookupGroup(group string) (int, error) {
 	return gid, nil
 }
 
+// HostName is the host Parquet files are written for: Host, or the host name when unset.
+func (c Config) HostName() (string, error) {
+	if c.Host != "" {
+		return c.Host, hourfile.CheckHost(c.Host)
+	}
+	return hostName()
+}
+
+// FileOptions are the permissions c gives files and folders, for a conversion outside a
+// Writer.
+func (c Config) FileOptions() (FileOptions, error) {
+	c = c.withDefaults()
+	gid, err := LookupGroup(c.Group)
+	return FileOptions{FileMode: c.FileMode, DirMode: c.DirMode, GID: gid}, err
+}
+
 // hostName is the host for Parquet files when none is configured.
 func hostName() (string, error) {
 	h, err := os.Hostname()

@@ -83,12 +83,11 @@ func New(cfg Config) (*Writer, error) {
 		return nil, fmt.Errorf("invalid output config: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	if cfg.Host == "" && cfg.Format != FormatCSV {
-		h, err := hostName()
-		if err != nil {
+	var err error
+	if cfg.Format != FormatCSV {
+		if cfg.Host, err = cfg.HostName(); err != nil {
 			return nil, err
 		}
-		cfg.Host = h
 	}
 	gid, err := LookupGroup(cfg.Group)
 	if err != nil {

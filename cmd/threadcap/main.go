@@ -22,6 +22,7 @@ Usage:
                            SIGHUP reloads the config file
   threadcap check [flags]  tell whether this kernel and these privileges can run threadcap
   threadcap report [flags] what threads were doing in a time window, from the files (no root needed)
+  threadcap convert [flags] write closed CSV hours, of any schema version, as Parquet files
   threadcap version        print the version
 
 Settings come from defaults, then the config file (` + config.DefaultPath + `
@@ -48,6 +49,8 @@ func main() {
 		os.Exit(checkCommand(args))
 	case "report":
 		os.Exit(reportCommand(args))
+	case "convert":
+		os.Exit(convertCommand(args))
 	case "version":
 		fmt.Println("threadcap", version())
 	case "-h", "-help", "--help", "help":
