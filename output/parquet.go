@@ -102,7 +102,7 @@ func WriteParquet(out io.Writer, in io.Reader, kind hourfile.Kind, host string) 
 		parquet.MaxRowsPerRowGroup(parquetRowGroup),
 		parquet.CreatedBy("threadcap", strconv.Itoa(SchemaVersion), ""),
 		parquet.KeyValueMetadata("threadcap.schema_version", strconv.Itoa(SchemaVersion)))
-	rows := []parquet.Row{nil}
+	b := rowBatch{w: w, arena: make([]byte, 0, parquetArena)}
 	for head != nil {
 		fields, err := rr.Read()
 		if errors.Is(err, io.EOF) {
@@ -115,21 +115,73 @@ func WriteParquet(out io.Writer, in io.Reader, kind hourfile.Kind, host string) 
 		if err != nil {
 			return st, err
 		}
-		row, ok := conv.row(rows[0][:0], fields)
-		if !ok {
+		if !b.fits(fields) {
+			if err := b.flush(); err != nil {
+				return st, err
+			}
+		}
+		if !b.add(conv, fields) {
 			st.Malformed++
 			continue
-		}
-		rows[0] = row
-		if _, err := w.WriteRows(rows); err != nil {
-			return st, err
 		}
 		st.Rows++
 	}
 	if rr.Partial() > 0 {
 		st.Malformed++
 	}
+	if err := b.flush(); err != nil {
+		return st, err
+	}
 	return st, w.Close()
+}
+
+// Batches of rows go to the Parquet writer together: one row at a time costs a call per
+// column per row, several times the cost of the rows' values.
+const (
+	parquetBatch = 1024
+	// parquetArena holds a batch's text, copied out of the reader's buffer, which the next
+	// record overwrites; it fits the longest record the reader returns.
+	parquetArena = 4 << 20
+)
+
+// rowBatch is rows waiting for the writer, and the text they point into.
+type rowBatch struct {
+	w     *parquet.Writer
+	rows  []parquet.Row
+	n     int
+	arena []byte // never grown past its capacity: the rows point into it
+}
+
+// fits reports whether a record's text fits in the batch, whose rows point into its arena.
+func (b *rowBatch) fits(fields [][]byte) bool {
+	size := 0
+	for _, f := range fields {
+		size += len(f)
+	}
+	return b.n < parquetBatch && len(b.arena)+size <= cap(b.arena)
+}
+
+// add converts a record into the batch's next row; false for a record that does not fit
+// its header, which leaves the batch as it was.
+func (b *rowBatch) add(c *rowConverter, fields [][]byte) bool {
+	if b.n == len(b.rows) {
+		b.rows = append(b.rows, nil)
+	}
+	mark := len(b.arena)
+	row, ok := c.row(b.rows[b.n][:0], fields, &b.arena)
+	b.rows[b.n] = row
+	if !ok {
+		b.arena = b.arena[:mark]
+		return false
+	}
+	b.n++
+	return true
+}
+
+func (b *rowBatch) flush() error {
+	_, err := b.w.WriteRows(b.rows[:b.n])
+	b.n, b.arena = 0, b.arena[:0]
+	return err
 }
 
 // rowConverter turns a CSV record of one header into a Parquet row of the kind's schema.
@@ -139,7 +191,9 @@ type rowConverter struct {
 	// field in the record, -1 when the header lacks it.
 	columns []Column
 	fields  []int
-	width   int // fields in a record
+	types   []valueType     // of each column
+	nulls   []parquet.Value // each column's NULL
+	width   int             // fields in a record
 	// lastTime and lastMicros cache the last time parsed: every row of a tick has the same.
 	lastTime   []byte
 	lastMicros int64
@@ -155,8 +209,10 @@ func newRowConverter(kind hourfile.Kind, host string, header [][]byte) (*rowConv
 		columns: KindColumns[kind],
 		width:   len(header),
 	}
-	for _, col := range c.columns {
+	for i, col := range c.columns {
 		c.fields = append(c.fields, slices.Index(names, col.Name))
+		c.types = append(c.types, valueTypes[col.Type])
+		c.nulls = append(c.nulls, parquet.NullValue().Level(0, 0, i+1))
 	}
 	for _, n := range names {
 		if !slices.ContainsFunc(c.columns, func(col Column) bool { return col.Name == n }) {
@@ -167,36 +223,50 @@ func newRowConverter(kind hourfile.Kind, host string, header [][]byte) (*rowConv
 	return c, nil
 }
 
-// row appends the record's values to dst; ok is false for a record whose field count or
-// values do not fit its header.
-func (c *rowConverter) row(dst parquet.Row, fields [][]byte) (parquet.Row, bool) {
+// row appends the record's values to dst, and their text to arena, which has room for it;
+// ok is false for a record whose field count or values do not fit its header.
+func (c *rowConverter) row(dst parquet.Row, fields [][]byte, arena *[]byte) (parquet.Row, bool) {
 	if len(fields) != c.width {
 		return dst, false
 	}
 	dst = append(dst, c.host)
-	for i, col := range c.columns {
-		column := i + 1
+	for i, field := range c.fields {
 		var f []byte
-		if c.fields[i] >= 0 {
-			f = fields[c.fields[i]]
+		if field >= 0 {
+			f = fields[field]
 		}
 		if len(f) == 0 {
-			dst = append(dst, parquet.NullValue().Level(0, 0, column))
+			dst = append(dst, c.nulls[i])
 			continue
 		}
-		v, ok := c.value(col.Type, f)
+		v, ok := c.value(c.types[i], f, arena)
 		if !ok {
 			return dst, false
 		}
-		dst = append(dst, v.Level(0, 1, column))
+		dst = append(dst, v.Level(0, 1, i+1))
 	}
 	return dst, true
 }
 
-// value parses one non-empty field of a DuckDB type.
-func (c *rowConverter) value(typ string, f []byte) (parquet.Value, bool) {
+// valueType is a schema type as the converter switches on it: faster than its name.
+type valueType int
+
+const (
+	valueText valueType = iota
+	valueTime
+	valueInt32
+	valueInt64
+	valueBool
+)
+
+var valueTypes = map[string]valueType{
+	typeVarchar: valueText, typeTimestampTZ: valueTime, typeInteger: valueInt32, typeBigint: valueInt64, typeBoolean: valueBool,
+}
+
+// value parses one non-empty field; text is copied to arena.
+func (c *rowConverter) value(typ valueType, f []byte, arena *[]byte) (parquet.Value, bool) {
 	switch typ {
-	case typeTimestampTZ:
+	case valueTime:
 		if string(f) != string(c.lastTime) {
 			t, err := time.Parse(hourfile.TimeLayout, string(f))
 			if err != nil {
@@ -205,20 +275,22 @@ func (c *rowConverter) value(typ string, f []byte) (parquet.Value, bool) {
 			c.lastTime, c.lastMicros = append(c.lastTime[:0], f...), t.UnixMicro()
 		}
 		return parquet.Int64Value(c.lastMicros), true
-	case typeInteger:
+	case valueInt32:
 		n, ok := parseInt(f)
 		if !ok || n != int64(int32(n)) {
 			return parquet.Value{}, false
 		}
 		return parquet.Int32Value(int32(n)), true
-	case typeBigint:
+	case valueInt64:
 		n, ok := parseInt(f)
 		return parquet.Int64Value(n), ok
-	case typeBoolean:
+	case valueBool:
 		b, err := strconv.ParseBool(string(f))
 		return parquet.BooleanValue(b), err == nil
 	default:
-		return parquet.ByteArrayValue(hourfile.Unguard(f)), true
+		start := len(*arena)
+		*arena = append(*arena, hourfile.Unguard(f)...)
+		return parquet.ByteArrayValue((*arena)[start:len(*arena):len(*arena)]), true
 	}
 }
 
