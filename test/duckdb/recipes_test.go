@@ -31,9 +31,12 @@ type recipe struct {
 	name, sql string
 }
 
-func recipes(t *testing.T) []recipe {
+func recipes(t *testing.T) []recipe { return recipesIn(t, "recipes") }
+
+// recipesIn are the recipes of one folder, in the order of their names.
+func recipesIn(t *testing.T, folder string) []recipe {
 	t.Helper()
-	paths, err := filepath.Glob("recipes/*.sql")
+	paths, err := filepath.Glob(folder + "/*.sql")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no recipes: %v", err)
 	}
@@ -49,22 +52,30 @@ func recipes(t *testing.T) []recipe {
 	return out
 }
 
-// TestREADMEShowsTheRecipes keeps the README's copy, what people paste, equal to the files
-// the engine runs below.
+// TestREADMEShowsTheRecipes keeps the README's copies, what people paste, equal to the
+// files the engine runs below.
 func TestREADMEShowsTheRecipes(t *testing.T) {
+	for folder, marker := range map[string]string{"recipes": "recipes", "fleet": "fleet-recipes"} {
+		readmeShows(t, folder, marker)
+	}
+}
+
+// readmeShows checks the README's section between <!-- MARKER:begin and <!-- MARKER:end -->
+// against the recipes of folder.
+func readmeShows(t *testing.T, folder, marker string) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok1 := strings.Cut(string(readme), "<!-- recipes:begin")
-	_, rest, ok2 := strings.Cut(rest, "-->\n")
-	shown, _, ok3 := strings.Cut(rest, "<!-- recipes:end -->")
+	head, rest, ok1 := strings.Cut(string(readme), "<!-- "+marker+":begin")
+	comment, rest, ok2 := strings.Cut(rest, "-->\n")
+	shown, tail, ok3 := strings.Cut(rest, "<!-- "+marker+":end -->")
 	if !ok1 || !ok2 || !ok3 {
-		t.Fatal("README.md has no <!-- recipes:begin --> ... <!-- recipes:end --> section")
+		t.Fatalf("README.md has no <!-- %s:begin --> ... <!-- %s:end --> section", marker, marker)
 	}
 	var want strings.Builder
 	want.WriteString("```sql\n")
-	for i, r := range recipes(t) {
+	for i, r := range recipesIn(t, folder) {
 		if i > 0 {
 			want.WriteString("\n")
 		}
@@ -75,13 +86,13 @@ func TestREADMEShowsTheRecipes(t *testing.T) {
 		return
 	}
 	if *update {
-		fixed := strings.Replace(string(readme), shown, want.String(), 1)
+		fixed := head + "<!-- " + marker + ":begin" + comment + "-->\n" + want.String() + "<!-- " + marker + ":end -->" + tail
 		if err := os.WriteFile("../../README.md", []byte(fixed), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("README.md's recipes differ from test/duckdb/recipes; go test -run README -update copies them:\n%s", want.String())
+	t.Errorf("README.md's %s differ from test/duckdb/%s; go test -run README -update copies them:\n%s", marker, folder, want.String())
 }
 
 // TestSamplesViewHasTheSchema keeps the view's column types equal to the schema's. Run
