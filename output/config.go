@@ -51,6 +51,9 @@ type Config struct {
 	Format string
 	// Host names this host in Parquet files and their path; the host name when "".
 	Host string
+	// Hold, when set, keeps from retention (max age and max bytes) the hour files it holds:
+	// Parquet hours not shipped yet.
+	Hold func(hourfile.File) bool
 	// Compress is how closed hours are compressed: CompressGzip (when ""), CompressZstd or
 	// CompressNone.
 	Compress string

@@ -150,6 +150,12 @@ func (w *Writer) applyRetention(hours []hourEntry, current time.Time) {
 		}
 	}
 	cutoff := w.cfg.Clock().Add(-w.cfg.MaxAge)
+	var held int
+	defer func() {
+		if held > 0 {
+			w.log.WithField(fieldHeld, held).Info("kept hour files past retention until they are shipped")
+		}
+	}()
 	for _, h := range hours {
 		if !h.Hour.Before(current) || strings.HasSuffix(h.Suffix, hourfile.Tmp) {
 			continue
@@ -161,6 +167,10 @@ func (w *Writer) applyRetention(hours []hourEntry, current time.Time) {
 		case w.cfg.MaxBytes > 0 && total > w.cfg.MaxBytes:
 			reason = "files exceed max bytes"
 		default:
+			continue
+		}
+		if w.cfg.Hold != nil && w.cfg.Hold(h.File) {
+			held++
 			continue
 		}
 		path := h.Path

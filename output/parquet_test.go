@@ -280,3 +280,35 @@ func TestRetentionDeletesParquetHours(t *testing.T) {
 		t.Errorf("the tree's top: %v", err)
 	}
 }
+
+// TestRetentionKeepsHeldHours: an hour Hold keeps (not shipped yet) outlives max age.
+func TestRetentionKeepsHeldHours(t *testing.T) {
+	start := time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
+	dir := t.TempDir()
+	cfg, clock, _ := testConfig(dir, start)
+	shipped := false
+	cfg.Format, cfg.Host, cfg.MaxAge = FormatParquet, "h1", time.Hour
+	cfg.Hold = func(f hourfile.File) bool { return f.Suffix == hourfile.Parquet && !shipped }
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 3 {
+		tick := start.Add(time.Duration(i) * time.Hour)
+		clock.Set(tick)
+		if err := w.Write(tick, mysqlRows(tick, 1, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.maintain(context.Background())
+	first := filepath.Join(dir, hourfile.Samples.ParquetPath(start, "h1"))
+	if _, err := os.Stat(first); err != nil {
+		t.Fatalf("an hour past max age, not shipped: %v", err)
+	}
+	shipped = true
+	w.maintain(context.Background())
+	if _, err := os.Stat(first); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a shipped hour past max age: %v, want it deleted", err)
+	}
+}

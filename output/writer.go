@@ -33,6 +33,7 @@ const (
 	fieldAside     = "moved_to"
 	fieldParquet   = "parquet"
 	fieldRows      = "rows"
+	fieldHeld      = "held"
 )
 
 // ErrClosed is returned by Write after Close.
