@@ -16,6 +16,7 @@ import (
 	"github.com/threadcap/threadcap/bpf"
 	"github.com/threadcap/threadcap/configs/config"
 	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/ship"
 	"github.com/threadcap/threadcap/sampler"
 )
 
@@ -80,8 +81,16 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 	// scrape reads both.
 	defer func() { err = errors.Join(err, metricsServer.Close()) }()
 
+	shipper, err := newShipper(&cfg)
+	if err != nil {
+		return err
+	}
+	wcfg := cfg.Writer(logrus.WithField(fieldComponent, "output"))
+	if shipper != nil {
+		wcfg.Hold = shipper.Held
+	}
 	// The directory is taken first, so that a second instance stops before loading anything.
-	writer, err := output.New(cfg.Writer(logrus.WithField(fieldComponent, "output")))
+	writer, err := output.New(wcfg)
 	if errors.Is(err, output.ErrDirInUse) {
 		return dirInUse(cfg.Dir, err)
 	}
@@ -89,6 +98,12 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 		return err
 	}
 	defer func() { err = errors.Join(err, writer.Close()) }()
+	if shipper != nil {
+		shipCtx, stopShip := context.WithCancel(ctx)
+		shipped := make(chan struct{})
+		go func() { defer close(shipped); shipper.Run(shipCtx) }()
+		defer func() { stopShip(); <-shipped; err = errors.Join(err, shipper.Close()) }()
+	}
 
 	tracker, err := bpf.Open(cfg.Tracker())
 	if err != nil {
@@ -179,4 +194,17 @@ func dirInUse(dir string, err error) error {
 		return fmt.Errorf("%s is in use by another threadcap (pid %d): stop it, or give this one another --dir", dir, pid)
 	}
 	return fmt.Errorf("%w: stop the other threadcap, or give this one another --dir", err)
+}
+
+// newShipper is the shipper of closed Parquet hours, nil when shipping is off. Credentials
+// that cannot be had are a config mistake (exit code 2).
+func newShipper(cfg *config.Config) (*ship.Shipper, error) {
+	if cfg.Ship.Endpoint == "" {
+		return nil, nil
+	}
+	creds, err := ship.LoadCredentials(cfg.Ship.CredentialsFile)
+	if err != nil {
+		return nil, config.UsageError{Err: err}
+	}
+	return ship.New(cfg.Shipper(logrus.WithField(fieldComponent, "ship")), creds)
 }

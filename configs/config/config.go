@@ -18,6 +18,7 @@ import (
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/output/metrics"
+	"github.com/threadcap/threadcap/output/ship"
 	"github.com/threadcap/threadcap/sampler"
 )
 
@@ -41,7 +42,8 @@ type Config struct {
 	Output    OutputConfig  `yaml:"output"`
 	Metrics   MetricsConfig `yaml:"metrics"`
 	// Host names this host in Parquet files and their paths; the host name when empty.
-	Host string `yaml:"host"`
+	Host string     `yaml:"host"`
+	Ship ShipConfig `yaml:"ship"`
 
 	// origins says where a key's value came from ("FILE:LINE" or "--flag"), so that an
 	// error points at what to fix. Keys left at their default are absent.
@@ -94,6 +96,17 @@ type MetricsConfig struct {
 	TopProcesses int `yaml:"top_processes"`
 }
 
+// ShipConfig is where closed Parquet hours are uploaded; off while Endpoint is empty.
+type ShipConfig struct {
+	Endpoint        string   `yaml:"endpoint"`
+	Bucket          string   `yaml:"bucket"`
+	Prefix          string   `yaml:"prefix"`
+	Region          string   `yaml:"region"`
+	TLS             bool     `yaml:"tls"`
+	CredentialsFile string   `yaml:"credentials_file"`
+	Interval        Duration `yaml:"interval"`
+}
+
 // Limits of the settings.
 const (
 	maxCapacity = 1 << 22
@@ -122,6 +135,7 @@ func Default() Config {
 		Columns:  ColumnsConfig{Cgroup: true, FdTarget: true},
 		Stacks:   StacksConfig{Kernel: bpf.StacksUninterruptible, Entries: bpf.DefaultStackEntries},
 		Log:      LogConfig{Level: "info", Format: "text"},
+		Ship:     ShipConfig{Region: "us-east-1", TLS: true, Interval: Duration(time.Minute)},
 		Output: OutputConfig{
 			Format:        output.FormatCSV,
 			Compress:      output.CompressGzip,
@@ -247,6 +261,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Output.validate(c)...)
 	errs = append(errs, c.Metrics.validate(c)...)
+	errs = append(errs, c.Ship.validate(c)...)
 	return errors.Join(errs...)
 }
 
@@ -293,6 +308,34 @@ func (o *OutputConfig) validate(c *Config) []error {
 	return errs
 }
 
+func (s *ShipConfig) validate(c *Config) []error {
+	var errs []error
+	bad := c.collect(&errs)
+	if s.Endpoint == "" {
+		return nil
+	}
+	if strings.Contains(s.Endpoint, "/") {
+		bad("ship.endpoint", "%q is not host[:port]: leave out the scheme and path (tls says https or http)", s.Endpoint)
+	}
+	if s.Bucket == "" {
+		bad("ship.bucket", "is empty: name the bucket the hours go to")
+	}
+	if c.Output.Format == output.FormatCSV {
+		bad("ship.endpoint", "ships Parquet hours: set output.format to parquet or both")
+	}
+	if s.Interval < Duration(time.Second) {
+		bad("ship.interval", "%s is too short: at least 1s", s.Interval)
+	}
+	return errs
+}
+
+// Shipper is what the shipper is started with, but for the credentials.
+func (c *Config) Shipper(log *logrus.Entry) ship.Config {
+	s := c.Ship
+	return ship.Config{Dir: c.Dir, Endpoint: s.Endpoint, Bucket: s.Bucket, Prefix: s.Prefix, Region: s.Region,
+		TLS: s.TLS, Interval: time.Duration(s.Interval), Log: log}
+}
+
 // Tracker is what the kernel side is loaded with.
 func (c *Config) Tracker() bpf.Config {
 	return bpf.Config{Capacity: c.Capacity, Syscalls: c.Syscalls, Stacks: c.Stacks.Kernel, UserStacks: c.Stacks.User, StackEntries: c.Stacks.Entries}
@@ -319,7 +362,10 @@ func (c *Config) Fields() logrus.Fields {
 		"columns.cgroup": c.Columns.Cgroup, "columns.fd_target": c.Columns.FdTarget,
 		"stacks.kernel": c.Stacks.Kernel, "stacks.user": c.Stacks.User, "stacks.entries": c.Stacks.Entries,
 		"log.level": c.Log.Level, "log.format": c.Log.Format,
-		"host": c.Host, "output.format": o.Format, "output.compress": o.Compress, "output.file_mode": o.FileMode.String(),
+		"host": c.Host, "output.format": o.Format,
+		"ship.endpoint": c.Ship.Endpoint, "ship.bucket": c.Ship.Bucket, "ship.prefix": c.Ship.Prefix,
+		"ship.region": c.Ship.Region, "ship.tls": c.Ship.TLS, "ship.credentials_file": c.Ship.CredentialsFile,
+		"ship.interval": c.Ship.Interval.String(), "output.compress": o.Compress, "output.file_mode": o.FileMode.String(),
 		"output.dir_mode": o.DirMode.String(), "output.group": o.Group,
 		"output.max_age": o.MaxAge.String(), "output.max_bytes": int64(o.MaxBytes),
 		"output.min_free_bytes": int64(o.MinFreeBytes), "output.fsync_interval": o.FsyncInterval.String(),

@@ -244,3 +244,22 @@ func TestMetricsListen(t *testing.T) {
 		}
 	}
 }
+
+func TestShipSettings(t *testing.T) {
+	c := Default()
+	c.Ship.Endpoint = "https://s3.example.com/x"
+	err := c.Validate()
+	for _, want := range []string{"ship.endpoint: \"https://s3.example.com/x\" is not host[:port]", "ship.bucket: is empty",
+		"ship.endpoint: ships Parquet hours: set output.format to parquet or both"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v, want a mistake saying %q", err, want)
+		}
+	}
+	c.Ship.Endpoint, c.Ship.Bucket, c.Output.Format = "s3.example.com", "tc", "both"
+	if err := c.Validate(); err != nil {
+		t.Errorf("a good ship section: %v", err)
+	}
+	if !c.Ship.TLS {
+		t.Error("TLS is off by default")
+	}
+}

@@ -30,6 +30,13 @@ var restartOnly = []struct {
 	{"metrics.top_processes", func(n, r *Config) { n.Metrics.TopProcesses = r.Metrics.TopProcesses }},
 	{"output.format", func(n, r *Config) { n.Output.Format = r.Output.Format }},
 	{"host", func(n, r *Config) { n.Host = r.Host }},
+	{"ship.endpoint", func(n, r *Config) { n.Ship.Endpoint = r.Ship.Endpoint }},
+	{"ship.bucket", func(n, r *Config) { n.Ship.Bucket = r.Ship.Bucket }},
+	{"ship.prefix", func(n, r *Config) { n.Ship.Prefix = r.Ship.Prefix }},
+	{"ship.region", func(n, r *Config) { n.Ship.Region = r.Ship.Region }},
+	{"ship.tls", func(n, r *Config) { n.Ship.TLS = r.Ship.TLS }},
+	{"ship.credentials_file", func(n, r *Config) { n.Ship.CredentialsFile = r.Ship.CredentialsFile }},
+	{"ship.interval", func(n, r *Config) { n.Ship.Interval = r.Ship.Interval }},
 }
 
 // needsRestart says whether key is one of restartOnly.
