@@ -34,7 +34,7 @@ const (
 type s3Server struct {
 	t      *testing.T
 	bin    string
-	root   string // the directory it stores buckets in: root/BUCKET/KEY
+	root   string   // the directory it stores buckets in: root/BUCKET/KEY
 	logs   []string // its access logs, one per start
 	addr   string
 	cmd    *exec.Cmd
