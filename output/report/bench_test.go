@@ -4,12 +4,17 @@ package report
 
 import (
 	"bytes"
+	"compress/gzip"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -170,4 +175,102 @@ func BenchmarkRecords(b *testing.B) {
 		}
 		b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	})
+}
+
+// BenchmarkConvertHour writes an hour of a busy server, 10 million rows, as Parquet, the way
+// a closing hour or `threadcap convert` does. Run it with -cpu 1: the goal is 1 million
+// rows/s on one core in at most 64 MiB. It reports the peak of the memory the Go runtime
+// holds from the system while converting, and the bytes of the hour as CSV and Parquet.
+func BenchmarkConvertHour(b *testing.B) {
+	rows := 10_000_000
+	if testing.Short() {
+		rows = 1_000_000
+	}
+	dir, n := writeHour(b, rows, output.CompressNone)
+	src := hourfile.File{Name: hourfile.Name{Kind: hourfile.Samples, Hour: start, Suffix: hourfile.CSV},
+		Path: filepath.Join(dir, hourfile.Samples.Name(start, hourfile.CSV))}
+	csvInfo, err := os.Stat(src.Path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gzipped := gzipSize(b, src.Path)
+	runtime.GC()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+		for {
+			metrics.Read(m)
+			if held := m[0].Value.Uint64() - m[1].Value.Uint64(); held > peak.Load() {
+				peak.Store(held)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	var size int64
+	cpu0 := cpuTime(b)
+	b.ResetTimer()
+	for b.Loop() {
+		out := b.TempDir()
+		dst, st, err := output.ConvertHour(context.Background(), out, src, "db-7", output.FileOptions{GID: -1})
+		if err != nil || st.Rows != int64(n) {
+			b.Fatalf("converted %d rows of %d: %v", st.Rows, n, err)
+		}
+		fi, err := os.Stat(dst)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = fi.Size()
+	}
+	b.StopTimer()
+	cpu := cpuTime(b) - cpu0
+	close(stop)
+	<-sampled
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	// On a machine others load, rows per second of this process's CPU time is what it costs.
+	b.ReportMetric(float64(n)*float64(b.N)/cpu.Seconds(), "rows/cpu-s")
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-MiB")
+	b.ReportMetric(float64(csvInfo.Size())/(1<<20), "csv-MiB")
+	b.ReportMetric(float64(gzipped)/(1<<20), "gzip-MiB")
+	b.ReportMetric(float64(size)/(1<<20), "parquet-MiB")
+}
+
+// gzipSize is the size of path compressed as the writer compresses closed hours by default.
+func gzipSize(b *testing.B, path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	var n countingWriter
+	zw := gzip.NewWriter(&n)
+	if _, err := io.Copy(zw, f); err != nil {
+		b.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return int64(n)
+}
+
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}
+
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
