@@ -13,6 +13,7 @@ import (
 	"github.com/threadcap/threadcap/configs/config"
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/metrics"
+	"github.com/threadcap/threadcap/output/ship"
 	"github.com/threadcap/threadcap/sampler"
 )
 
@@ -31,14 +32,18 @@ func listenMetrics(cfg *config.Config) (*metrics.Server, error) {
 
 // newMetrics makes this run's metrics, in a registry of its own with the Go runtime's and
 // the process's, for srv to serve; without srv, none (the sampler then tells no one).
-func newMetrics(srv *metrics.Server, cfg *config.Config, tracker *bpf.Tracker, writer *output.Writer) (sampler.Observer, *prometheus.Registry) {
+func newMetrics(srv *metrics.Server, cfg *config.Config, tracker *bpf.Tracker, writer *output.Writer, shipper *ship.Shipper) (sampler.Observer, *prometheus.Registry) {
 	if srv == nil {
 		return nil, nil
 	}
-	m := metrics.New(metrics.Config{
+	mc := metrics.Config{
 		TopProcesses: cfg.Metrics.TopProcesses, Capacity: tracker.Capacity(),
 		Writer: writer, Programs: tracker, StatsEnabled: bpf.StatsEnabled, Version: version(),
-	})
+	}
+	if shipper != nil {
+		mc.Shipping = shipper // not a nil *Shipper in the interface
+	}
+	m := metrics.New(mc)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m, reg

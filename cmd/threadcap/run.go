@@ -112,7 +112,7 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 	// Closed before the writer: nothing is attached while the last file is flushed.
 	defer func() { err = errors.Join(err, tracker.Close()) }()
 
-	observer, registry := newMetrics(metricsServer, &cfg, tracker, writer)
+	observer, registry := newMetrics(metricsServer, &cfg, tracker, writer, shipper)
 	s, err := sampler.New(sampler.Config{
 		Interval:   cfg.Interval(),
 		Filter:     filterOf(&cfg),

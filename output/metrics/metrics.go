@@ -16,6 +16,7 @@ import (
 
 	"github.com/threadcap/threadcap/bpf"
 	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/sampler"
 	"github.com/threadcap/threadcap/state"
 )
@@ -33,6 +34,11 @@ type ProgramStats interface {
 	ProgramStats() ([]bpf.ProgramStats, error)
 }
 
+// Backlog is the shipping of closed hours as a scrape reads it; *ship.Shipper implements it.
+type Backlog interface {
+	Backlog() ([]hourfile.File, error)
+}
+
 // Config is what the metrics describe.
 type Config struct {
 	// TopProcesses is how many processes have a label of their own in the activity
@@ -45,7 +51,9 @@ type Config struct {
 	// StatsEnabled says the kernel keeps them (kernel.bpf_stats_enabled=1).
 	Programs     ProgramStats
 	StatsEnabled func() bool
-	Version      string
+	// Shipping is the shipper's backlog; nil when shipping is off.
+	Shipping Backlog
+	Version  string
 }
 
 // Metrics collects everything the endpoint shows. Register it with a registry.
@@ -104,6 +112,7 @@ var (
 	stackless   = desc("threadcap_stackless_rows_total", "Rows that should carry a kernel stack and have none.")
 	unseen      = desc("threadcap_unseen_switches_total", "Switches the kernel reported no event for, repaired from its CPU time.")
 	seeded      = desc("threadcap_seeded_threads", "Threads known from /proc only, not yet seen by the kernel side.")
+	backlog     = desc("threadcap_ship_backlog_files", "Closed hour files not shipped yet (while shipping is on); retention keeps them.")
 	progRuns    = desc("threadcap_bpf_program_runs_total", "Runs of each BPF program (while kernel.bpf_stats_enabled=1).", "program")
 	progTime    = desc("threadcap_bpf_program_run_seconds_total", "Run time of each BPF program (while kernel.bpf_stats_enabled=1).", "program")
 	threadSecs  = desc("threadcap_thread_seconds_total",
@@ -116,7 +125,7 @@ var (
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		buildInfo, ticks, skipped, rows, written, dropped, bytesOut, paused, tracked, capacity, untracked,
-		lostUpdates, lostStacks, stackless, unseen, seeded, progRuns, progTime, threadSecs,
+		lostUpdates, lostStacks, stackless, unseen, seeded, backlog, progRuns, progTime, threadSecs,
 	} {
 		ch <- d
 	}
@@ -166,12 +175,27 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	m.collectPrograms(ch)
+	m.collectBacklog(ch)
 
 	for _, p := range m.activity.snapshot() {
 		for st, secs := range p.seconds {
 			counter(threadSecs, secs, p.process, state.State(st).String())
 		}
 	}
+}
+
+// collectBacklog sends the number of hours waiting to be shipped, while shipping is on;
+// a failed listing fails the scrape with the reason.
+func (m *Metrics) collectBacklog(ch chan<- prometheus.Metric) {
+	if m.cfg.Shipping == nil {
+		return
+	}
+	files, err := m.cfg.Shipping.Backlog()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(backlog, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(backlog, prometheus.GaugeValue, float64(len(files)))
 }
 
 // collectPrograms sends the programs' run counts while the kernel keeps them; a failed

@@ -138,3 +138,34 @@ func TestProgramStatsOnlyWhileTheKernelKeepsThem(t *testing.T) {
 		t.Errorf("gathering with a failed program read: %v, want its error", err)
 	}
 }
+
+type fakeBacklog struct {
+	files []hourfile.File
+	err   error
+}
+
+func (f fakeBacklog) Backlog() ([]hourfile.File, error) { return f.files, f.err }
+
+// TestShipBacklogWhileShipping: the hours waiting to be shipped are a gauge while shipping
+// is on, absent while it is off, and a failed listing fails the scrape with its reason.
+func TestShipBacklogWhileShipping(t *testing.T) {
+	if n := testutil.CollectAndCount(newTestMetrics(false, nil), "threadcap_ship_backlog_files"); n != 0 {
+		t.Errorf("%d backlog series with shipping off, want none", n)
+	}
+	m := newTestMetrics(false, nil)
+	m.cfg.Shipping = fakeBacklog{files: make([]hourfile.File, 3)}
+	want := `
+# HELP threadcap_ship_backlog_files Closed hour files not shipped yet (while shipping is on); retention keeps them.
+# TYPE threadcap_ship_backlog_files gauge
+threadcap_ship_backlog_files 3
+`
+	if err := testutil.CollectAndCompare(m, strings.NewReader(want), "threadcap_ship_backlog_files"); err != nil {
+		t.Error(err)
+	}
+	m.cfg.Shipping = fakeBacklog{err: errors.New("permission denied")}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+	if _, err := reg.Gather(); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("gathering with a failed listing: %v, want its error", err)
+	}
+}
