@@ -22,6 +22,7 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/test/workload"
 )
 
 const (
@@ -52,23 +53,13 @@ func startS3(t *testing.T) *s3Server {
 		}
 		t.Skip("versitygw is not installed: make install-s3 installs it")
 	}
-	s := &s3Server{t: t, bin: bin, root: t.TempDir(), addr: freeAddr(t)}
+	s := &s3Server{t: t, bin: bin, root: t.TempDir(), addr: fmt.Sprintf("127.0.0.1:%d", workload.FreePort(t))}
 	if err := os.Mkdir(filepath.Join(s.root, testBucket), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	s.start()
 	t.Cleanup(s.stop)
 	return s
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // start runs the server and waits until it accepts connections.

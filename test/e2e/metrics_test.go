@@ -39,7 +39,7 @@ func TestPrometheusScrapesActiveThreads(t *testing.T) {
 	// The daemon and Prometheus, started after, share the other CPU with this process.
 	workload.Apart(t, spinner)
 
-	target := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	target := fmt.Sprintf("127.0.0.1:%d", workload.FreePort(t))
 	// Every process gets a label of its own at once: the choice of the busiest ones is
 	// made a minute in (the package's tests check it), longer than this test needs.
 	config := writeConfig(t, fmt.Sprintf("metrics:\n  listen: %q\n  top_processes: 1000\n", target))

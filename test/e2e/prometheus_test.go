@@ -5,7 +5,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/threadcap/threadcap/test/daemontest"
+	"github.com/threadcap/threadcap/test/workload"
 )
 
 // prometheusHint is what to do when Prometheus is missing.
@@ -48,7 +48,7 @@ scrape_configs:
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &prometheus{addr: "127.0.0.1:" + strconv.Itoa(freePort(t))}
+	p := &prometheus{addr: "127.0.0.1:" + strconv.Itoa(workload.FreePort(t))}
 	log := &daemontest.SyncBuffer{}
 	cmd := exec.Command(bin, "--config.file", configPath, "--storage.tsdb.path", filepath.Join(dir, "data"),
 		"--web.listen-address", p.addr, "--log.level", "warn")
@@ -123,16 +123,4 @@ func (p *prometheus) query(t *testing.T, expr string, at time.Time) []sample {
 		out = append(out, sample{Labels: r.Metric, Value: v})
 	}
 	return out
-}
-
-// freePort is a TCP port of 127.0.0.1 that nothing listens on. The kernel picks it from the
-// ephemeral range, where no configured server waits to claim it.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -4,7 +4,6 @@ package invariants
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/threadcap/threadcap/test/workload"
 )
 
 // postgres is a throwaway PostgreSQL cluster in a temp dir, listening on its own port of
@@ -78,7 +79,7 @@ func startPostgres(t testing.TB) *postgres {
 	}
 	pg.asPostgres(t, "initdb", "-D", pg.data(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
 
-	pg.port = freePort(t)
+	pg.port = workload.FreePort(t)
 	t.Cleanup(func() { pg.stop(t) })
 	pg.asPostgres(t, "pg_ctl", "-D", pg.data(), "-l", filepath.Join(pg.dir, "log"), "-w", "-t", "60",
 		"-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=20", pg.port, pg.dir), "start")
@@ -130,16 +131,4 @@ func (pg *postgres) stop(t testing.TB) {
 		}
 	}
 	t.Errorf("pg_ctl stop: %v\n%s", err, out)
-}
-
-// freePort is a TCP port of 127.0.0.1 that nothing listens on. The kernel picks it from the
-// ephemeral range, where no configured server waits to claim it.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -6,6 +6,7 @@ package workload
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -344,4 +345,16 @@ func Accepter(t testing.TB) (*Thread, int) {
 		syscall.Close(fd)
 	})
 	return th, port
+}
+
+// FreePort is a TCP port of 127.0.0.1 that nothing listens on, for a test's own server. The
+// kernel picks it from the ephemeral range, where no configured server waits to claim it.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
