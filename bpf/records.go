@@ -219,6 +219,9 @@ func (t *Tracker) SetTick(mono uint64) {
 	// A write to the memory-mapped .bss: one aligned 8-byte store, which the programs
 	// never see torn. It cannot fail once loaded (the variable is there, and writable).
 	_ = t.coll.Variables[threadcapVarTickNs].Set(mono)
+	if t.io != nil {
+		_ = t.io.Variables[ioVarTickNs].Set(mono)
+	}
 }
 
 // TornReads counts records Scan skipped because the kernel side kept rewriting them

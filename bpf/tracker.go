@@ -54,6 +54,9 @@ type Config struct {
 	// StackEntries is how many distinct stacks the stack map holds (DefaultStackEntries
 	// when 0, at most MaxStackEntries); a stack that finds its bucket taken is counted lost.
 	StackEntries uint32
+	// IO tracks block requests (io.bpf.c): which thread submitted each, to which disk, and
+	// its queue and device times.
+	IO bool
 }
 
 // BTFPath is where the kernel publishes its type information; threadcap needs it.
@@ -67,6 +70,7 @@ var ErrNoBTF = errors.New("kernel BTF not found at " + BTFPath +
 // memory-mapped records.
 type Tracker struct {
 	coll    *ebpf.Collection
+	io      *ebpf.Collection // nil when Config.IO is off
 	links   []link.Link
 	records *recordArray
 	torn    atomic.Uint64 // see TornReads
@@ -112,14 +116,30 @@ func Open(cfg Config) (t *Tracker, err error) {
 	if t.records, err = mapRecords(coll.Maps[threadcapMapRecords]); err != nil {
 		return nil, err
 	}
+	if err := t.attach(coll); err != nil {
+		return nil, err
+	}
+	if cfg.IO {
+		if t.io, err = loadIO(); err != nil {
+			return nil, err
+		}
+		if err := t.attach(t.io); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// attach attaches every program of coll, each at the hook its name in SEC() gives.
+func (t *Tracker) attach(coll *ebpf.Collection) error {
 	for name, prog := range coll.Programs {
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
 		if err != nil {
-			return nil, explain(fmt.Errorf("attaching %s: %w", name, err))
+			return explain(fmt.Errorf("attaching %s: %w", name, err))
 		}
 		t.links = append(t.links, l)
 	}
-	return t, nil
+	return nil
 }
 
 // configure sizes the maps, sets the constants and drops the programs the mode does
@@ -187,9 +207,11 @@ func (t *Tracker) Close() error {
 		errs = append(errs, t.records.unmap())
 		t.records = nil
 	}
-	if t.coll != nil {
-		t.coll.Close()
-		t.coll = nil
+	for _, coll := range []*ebpf.Collection{t.io, t.coll} {
+		if coll != nil {
+			coll.Close()
+		}
 	}
+	t.io, t.coll = nil, nil
 	return errors.Join(errs...)
 }

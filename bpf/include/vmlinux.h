@@ -22,7 +22,9 @@ typedef int pid_t;
 enum { false = 0, true = 1 };
 
 enum bpf_map_type {
+	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_HASH = 5,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
 	BPF_MAP_TYPE_STACK_TRACE = 7,
 	BPF_MAP_TYPE_QUEUE = 22,
@@ -32,6 +34,11 @@ enum bpf_map_type {
 enum {
 	BPF_F_NO_PREALLOC = 1U << 0,
 	BPF_F_MMAPABLE = 1U << 10,
+};
+
+enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
 };
 
 enum {
@@ -94,6 +101,21 @@ struct pt_regs {
 #endif
 
 struct linux_binprm;
+
+struct gendisk {
+	int major;
+	int first_minor;
+};
+
+struct request_queue {
+	struct gendisk *disk;
+};
+
+struct request {
+	struct request_queue *q;
+	__u32 cmd_flags;
+	unsigned int __data_len;
+};
 
 #pragma clang attribute pop
 

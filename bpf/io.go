@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package bpf
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/threadcap/threadcap/state"
+)
+
+// IOInflightEntries is how many block requests can be tracked in flight at once: far more
+// than the queues of a machine's disks hold (a request past it is counted in LostIOs).
+const IOInflightEntries = 16384
+
+// loadIO loads the block I/O object (io.bpf.c); the caller attaches its programs.
+func loadIO() (*ebpf.Collection, error) {
+	spec, err := loadIo()
+	if err != nil {
+		return nil, err
+	}
+	spec.Maps[ioMapIoInflight].MaxEntries = IOInflightEntries
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		return nil, explain(fmt.Errorf("loading block i/o objects: %w", err))
+	}
+	return coll, nil
+}
+
+// ioBatch is how many in-flight requests one syscall reads.
+const ioBatch = 256
+
+// InFlight returns the block requests in flight at tick (an instant named by SetTick), and
+// deletes from the kernel side those that completed after being kept for a tick: every
+// tick reads the requests that completed since the previous one, so none is read twice.
+// nil when io tracking is off.
+func (t *Tracker) InFlight(tick uint64) ([]state.IORequest, error) {
+	if t.io == nil {
+		return nil, nil
+	}
+	m := t.io.Maps[ioMapIoInflight]
+	var reqs []state.IORequest
+	var done []uint64
+	keys := make([]uint64, ioBatch)
+	vals := make([]ioTcIo, ioBatch)
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := m.BatchLookup(&cursor, keys, vals, nil)
+		for i := range n {
+			v := &vals[i]
+			r := state.IORequest{
+				Key: keys[i], Tid: int32(v.Tid), StartNs: v.StartNs, Dev: state.Dev(v.Dev),
+				Op: state.IOOp(v.Op), Bytes: v.Bytes,
+				InsertNs: v.InsertNs, IssueNs: v.IssueNs, DoneNs: v.DoneNs,
+			}
+			if r.DoneNs != 0 {
+				done = append(done, r.Key)
+			}
+			if r.InFlightAt(tick) {
+				reqs = append(reqs, r)
+			}
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			break
+		}
+		if err != nil {
+			return reqs, fmt.Errorf("reading block requests in flight: %w", err)
+		}
+	}
+	for _, k := range done {
+		if err := t.ForgetIO(k); err != nil {
+			return reqs, err
+		}
+	}
+	return reqs, nil
+}
+
+// ForgetIO deletes a request from the kernel side's table: one that completed and was
+// read, or one of a disk that is gone.
+func (t *Tracker) ForgetIO(key uint64) error {
+	if err := t.io.Maps[ioMapIoInflight].Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("deleting block request %#x: %w", key, err)
+	}
+	return nil
+}
+
+// IOStats returns the completed requests per disk and operation, cumulative since Open;
+// nil when io tracking is off.
+func (t *Tracker) IOStats() (map[state.IOKey]state.IOStat, error) {
+	if t.io == nil {
+		return nil, nil
+	}
+	out := map[state.IOKey]state.IOStat{}
+	var key ioTcIoKey
+	var perCPU []ioTcIoStat
+	it := t.io.Maps[ioMapIoStats].Iterate()
+	for it.Next(&key, &perCPU) {
+		var sum state.IOStat
+		for i := range perCPU {
+			c := &perCPU[i]
+			sum.Requests += c.Requests
+			sum.Bytes += c.Bytes
+			sum.QueueNs += c.QueueNs
+			sum.DeviceNs += c.DeviceNs
+			for b := range sum.QueueHist {
+				sum.QueueHist[b] += c.QueueHist[b]
+				sum.DeviceHist[b] += c.DeviceHist[b]
+			}
+		}
+		out[state.IOKey{Dev: state.Dev(key.Dev), Op: state.IOOp(key.Op)}] = sum
+	}
+	if err := it.Err(); err != nil {
+		return out, fmt.Errorf("reading block i/o statistics: %w", err)
+	}
+	return out, nil
+}
+
+// ForgetIODev deletes a disk's statistics: the disk is gone.
+func (t *Tracker) ForgetIODev(dev state.Dev) error {
+	for op := range state.IOOps {
+		err := t.io.Maps[ioMapIoStats].Delete(ioTcIoKey{Dev: uint32(dev), Op: uint32(op)})
+		if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("deleting block i/o statistics of %d:%d: %w", dev.Major(), dev.Minor(), err)
+		}
+	}
+	return nil
+}
+
+// LostIOs counts block requests not tracked because the in-flight table was full.
+func (t *Tracker) LostIOs() uint64 {
+	var n uint64
+	if t.io != nil {
+		_ = t.io.Variables[ioVarLostIos].Get(&n)
+	}
+	return n
+}
