@@ -54,6 +54,14 @@ func AppendCSV(dst []byte, s *state.Sample) []byte {
 	if s.UserStack != nil {
 		dst = hourfile.AppendText(dst, s.UserStack.Hash)
 	}
+	if s.IODev == "" {
+		return append(dst, ",,,,,\n"...)
+	}
+	dst = hourfile.AppendText(append(dst, ','), s.IODev)
+	dst = append(append(dst, ','), s.IOOp...)
+	dst = strconv.AppendInt(append(dst, ','), s.IOBytes, 10)
+	dst = strconv.AppendInt(append(dst, ','), s.IOUs, 10)
+	dst = strconv.AppendInt(append(dst, ','), s.IOQueueUs, 10)
 	return append(dst, '\n')
 }
 

@@ -217,6 +217,8 @@ func TestGolden(t *testing.T) {
 	rows := []state.Sample{mysqlRow(tick, 4243), mysqlRow(tick, 4244), mysqlRow(tick, 4245)}
 	rows[1].Thread, rows[1].Exe = "=HYPERLINK(\"x\")", "/srv/my app,v2/bin/\"app\"\n"
 	rows[2].Syscall, rows[2].State, rows[2].CPU, rows[2].Wchan = "", state.Runnable, state.Unknown, "-"
+	rows[0].State, rows[0].IODev, rows[0].IOOp = state.Uninterruptible, "nvme0n1", "read"
+	rows[0].IOBytes, rows[0].IOUs, rows[0].IOQueueUs = 8192, 1520, 0
 	got := []byte(Header())
 	for i := range rows {
 		got = AppendCSV(got, &rows[i])

@@ -11,7 +11,7 @@ import (
 // SchemaVersion is the version of the column layout below. It changes whenever a column is
 // added, removed, renamed, reordered or changes type, so that saved queries can tell which
 // files they understand.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // Column describes one CSV column: what analysts need to load it and what DBAs need to read
 // it.
@@ -60,6 +60,11 @@ var Columns = []Column{
 	{"fd_target", typeVarchar, "", "What the syscall's file descriptor argument is: a path (pipe:[inode] for an anonymous pipe), or a socket as protocol local->remote address:port (local only when listening), unix and its path; empty for other syscalls." + hourfile.TextNote},
 	{"kernel_stack", typeVarchar, "", "Hash of the kernel stack of a thread off CPU, captured as it left the CPU (by default in uninterruptible sleep only); the hour's threadcap_stacks_ file has its frames."},
 	{"user_stack", typeVarchar, "", "Hash of the user-space stack captured with kernel_stack, when user stacks are turned on (off by default); its frames are in the same stacks file."},
+	{"io_dev", typeVarchar, "", "Disk of the oldest block request the thread submitted that was in flight at the tick, as lsblk names it (vda, nvme0n1, loop3); empty when none or io is off. Asynchronous I/O is its submitter's (io_uring, libaio), page-cache writeback the flusher's." + hourfile.TextNote},
+	{"io_op", typeVarchar, "", "That request's operation: read, write, flush, discard or other; empty when none."},
+	{"io_bytes", typeBigint, "bytes", "That request's size; empty when none."},
+	{"io_us", typeBigint, "µs", "How long that request had been in flight at the tick, from its insertion into the queue (or issue when it went straight to the driver); empty when none."},
+	{"io_queue_us", typeBigint, "µs", "Part of io_us the request spent queued, before the driver took it; empty when none."},
 }
 
 // StackColumns is the layout of every stacks file: a stack's hash, as rows show it, and its

@@ -78,6 +78,10 @@ type Config struct {
 	// NoFdTarget leaves the fd_target column empty, saving a stat per descriptor and tick
 	// of threads in descriptor syscalls, and a readlink per new descriptor.
 	NoFdTarget bool
+	// IO reads the block requests the kernel side tracks; nil leaves the io_ columns
+	// empty. Sys is the sysfs mount disks are named from ("/sys" when "").
+	IO  IOSource
+	Sys string
 	// Mono is the kernel side's clock (CLOCK_MONOTONIC ns); Wall the clock of the rows.
 	Mono func() uint64
 	Wall func() time.Time
@@ -152,6 +156,7 @@ type Sampler struct {
 	fds      *procinfo.FdTargets
 	kstacks  *symbolize.KernelStacks // nil without Config.Stacks
 	ustacks  *symbolize.UserStacks   // nil without Config.Stacks
+	io       *ioRequests             // nil without Config.IO
 	prune    stackPrune
 	rows     []state.Sample // this tick's, since the last flush
 	writeErr error          // the first failed Write of this tick
@@ -199,6 +204,9 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 		slowLog: rateLimit{every: time.Minute},
 		updates: newUpdates(),
 		losses:  newLosses(cfg.StackEntries),
+	}
+	if cfg.IO != nil {
+		s.io = newIORequests(cfg.IO, cfg.Sys, cfg.Log)
 	}
 	if len(cfg.StackStates) > 0 {
 		s.sink = &stackRows{Sink: sink, captured: cfg.StackStates, stats: &s.stats}

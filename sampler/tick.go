@@ -84,6 +84,9 @@ func (s *Sampler) Tick(wall time.Time) error {
 	s.writeErr = nil
 	s.dead = s.dead[:0]
 	s.fds.NextTick()
+	if s.io != nil {
+		s.io.read(mono, wall)
+	}
 	s.src.Scan(since, mono, func(slot uint32, th *state.Thread) { s.observe(slot, th, mono, wall) })
 	for _, th := range s.seeded {
 		if s.cfg.Filter.All || th.State.Active() {
@@ -271,6 +274,9 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 		}
 	}
 	s.addStack(&row, th)
+	if s.io != nil {
+		s.io.fill(&row, th, mono)
+	}
 	if th.Syscall != state.NoSyscall {
 		row.Syscall = state.SyscallName(th.Syscall)
 		row.Args = th.Args

@@ -45,4 +45,11 @@ type Sample struct {
 	KernelStack *Stack
 	// UserStack is the user-space stack captured with KernelStack, when asked for.
 	UserStack *Stack
+	// IODev names the disk of the oldest block request the thread submitted that was in
+	// flight at the tick, as lsblk does; "" when none. IOOp, IOBytes are that request's
+	// operation and size, IOUs how long it had been in flight and IOQueueUs how much of that
+	// it waited in the queue before the driver took it; all meaningful only with IODev.
+	IODev                    string
+	IOOp                     string
+	IOBytes, IOUs, IOQueueUs int64
 }

@@ -113,6 +113,10 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 	defer func() { err = errors.Join(err, tracker.Close()) }()
 
 	observer, registry := newMetrics(metricsServer, &cfg, tracker, writer, shipper)
+	var io sampler.IOSource
+	if cfg.IO {
+		io = tracker
+	}
 	s, err := sampler.New(sampler.Config{
 		Interval:   cfg.Interval(),
 		Filter:     filterOf(&cfg),
@@ -123,6 +127,7 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 		Stacks:       tracker,
 		StackStates:  cfg.Stacks.Kernel.States(),
 		StackEntries: cfg.Stacks.Entries,
+		IO:           io,
 		Log:          logrus.WithField(fieldComponent, "sampler"),
 		Observer:     observer,
 	}, tracker, writer)

@@ -38,9 +38,11 @@ type Config struct {
 	Capacity  uint32        `yaml:"capacity"`
 	Columns   ColumnsConfig `yaml:"columns"`
 	Stacks    StacksConfig  `yaml:"stacks"`
-	Log       LogConfig     `yaml:"log"`
-	Output    OutputConfig  `yaml:"output"`
-	Metrics   MetricsConfig `yaml:"metrics"`
+	// IO tracks block requests: the io_ columns and the hourly io file.
+	IO      bool          `yaml:"io"`
+	Log     LogConfig     `yaml:"log"`
+	Output  OutputConfig  `yaml:"output"`
+	Metrics MetricsConfig `yaml:"metrics"`
 	// Host names this host in Parquet files and their paths; the host name when empty.
 	Host string     `yaml:"host"`
 	Ship ShipConfig `yaml:"ship"`
@@ -134,6 +136,7 @@ func Default() Config {
 		Capacity: bpf.DefaultCapacity,
 		Columns:  ColumnsConfig{Cgroup: true, FdTarget: true},
 		Stacks:   StacksConfig{Kernel: bpf.StacksUninterruptible, Entries: bpf.DefaultStackEntries},
+		IO:       true,
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Ship:     ShipConfig{Region: "us-east-1", TLS: true, Interval: Duration(time.Minute)},
 		Output: OutputConfig{
@@ -338,7 +341,7 @@ func (c *Config) Shipper(log *logrus.Entry) ship.Config {
 
 // Tracker is what the kernel side is loaded with.
 func (c *Config) Tracker() bpf.Config {
-	return bpf.Config{Capacity: c.Capacity, Syscalls: c.Syscalls, Stacks: c.Stacks.Kernel, UserStacks: c.Stacks.User, StackEntries: c.Stacks.Entries}
+	return bpf.Config{Capacity: c.Capacity, Syscalls: c.Syscalls, Stacks: c.Stacks.Kernel, UserStacks: c.Stacks.User, StackEntries: c.Stacks.Entries, IO: c.IO}
 }
 
 // Writer is what the writer is opened with.
@@ -361,6 +364,7 @@ func (c *Config) Fields() logrus.Fields {
 		"processes": c.Processes, "cgroups": c.Cgroups, "capacity": c.Capacity,
 		"columns.cgroup": c.Columns.Cgroup, "columns.fd_target": c.Columns.FdTarget,
 		"stacks.kernel": c.Stacks.Kernel, "stacks.user": c.Stacks.User, "stacks.entries": c.Stacks.Entries,
+		"io":        c.IO,
 		"log.level": c.Log.Level, "log.format": c.Log.Format,
 		"host": c.Host, "output.format": o.Format,
 		"ship.endpoint": c.Ship.Endpoint, "ship.bucket": c.Ship.Bucket, "ship.prefix": c.Ship.Prefix,

@@ -23,6 +23,7 @@ var restartOnly = []struct {
 	{"stacks.kernel", func(n, r *Config) { n.Stacks.Kernel = r.Stacks.Kernel }},
 	{"stacks.user", func(n, r *Config) { n.Stacks.User = r.Stacks.User }},
 	{"stacks.entries", func(n, r *Config) { n.Stacks.Entries = r.Stacks.Entries }},
+	{"io", func(n, r *Config) { n.IO = r.IO }},
 	{"output.file_mode", func(n, r *Config) { n.Output.FileMode = r.Output.FileMode }},
 	{"output.dir_mode", func(n, r *Config) { n.Output.DirMode = r.Output.DirMode }},
 	{"output.group", func(n, r *Config) { n.Output.Group = r.Output.Group }},

@@ -38,6 +38,7 @@ func TestKeepRestartOnlyKeepsWhatDiffSaysNeedsARestart(t *testing.T) {
 	next.Dir, next.Syscalls, next.Capacity = "/elsewhere", "passive", 1024
 	next.Columns = ColumnsConfig{}
 	next.Stacks = StacksConfig{Kernel: "off", User: true, Entries: 7}
+	next.IO = false
 	next.Output.FileMode, next.Output.DirMode, next.Output.Group = 0o600, 0o700, "adm"
 	next.Metrics = MetricsConfig{Listen: "127.0.0.1:9465", TopProcesses: 3}
 	next.Output.Format, next.Host = "parquet", "db-7"
