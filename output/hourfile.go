@@ -22,6 +22,7 @@ var headers = map[hourfile.Kind]string{
 	hourfile.Samples: header,
 	hourfile.Stacks:  stacksHeader,
 	hourfile.Ticks:   ticksHeader,
+	hourfile.IO:      ioHeader,
 }
 
 // hourFile is the file rows of the current hour are appended to.

@@ -68,6 +68,7 @@ type Writer struct {
 	closed    bool
 	stacks    stackSet
 	ticks     sideFile
+	io        sideFile
 	lastTick  time.Time // the tick the ticks file has last
 
 	maintMu sync.Mutex // one maintenance pass at a time
@@ -106,6 +107,7 @@ func New(cfg Config) (*Writer, error) {
 		cfg: cfg, log: cfg.Log, gid: gid, dirLock: lock,
 		kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
 		stacks: stackSet{sideFile: sideFile{kind: hourfile.Stacks}}, ticks: sideFile{kind: hourfile.Ticks},
+		io: sideFile{kind: hourfile.IO},
 	}
 	w.removeStaleTmp()
 	go w.runMaintenance(ctx)
@@ -249,7 +251,7 @@ func (w *Writer) rotate(hour time.Time) error {
 			w.log.WithField(fieldFile, name).WithError(err).Error("closing the previous hour file failed; its last rows may be lost on power loss")
 		}
 	}
-	w.stacks.failed, w.ticks.failed = false, false
+	w.stacks.failed, w.ticks.failed, w.io.failed = false, false, false
 	hf, rep, err := openHourFile(w.cfg.Dir, hour, w.cfg.FileMode, w.gid)
 	if errors.Is(err, os.ErrNotExist) {
 		if rerr := w.recreateDir(); rerr != nil {
@@ -297,12 +299,12 @@ func (w *Writer) recreateDir() error {
 }
 
 // closeFile ends an hour: the rows are synced so that compression reads what a power loss
-// would keep. The stacks and ticks files beside it are closed with it, so that after a
-// failed write all three are opened again together, maybe on a new mount.
+// would keep. The stacks, ticks and io files beside it are closed with it, so that after a
+// failed write all are opened again together, maybe on a new mount.
 func (w *Writer) closeFile() error {
 	f := w.file.f
 	w.file = nil
-	return errors.Join(f.Sync(), f.Close(), w.stacks.close(), w.ticks.close())
+	return errors.Join(f.Sync(), f.Close(), w.stacks.close(), w.ticks.close(), w.io.close())
 }
 
 // Close syncs and closes the current file and stops background work, abandoning a

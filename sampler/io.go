@@ -3,6 +3,7 @@
 package sampler
 
 import (
+	"sort"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -80,4 +81,84 @@ func (r *ioRequests) fill(row *state.Sample, th *state.Thread, mono uint64) {
 	row.IOOp = q.Op.String()
 	row.IOBytes = int64(q.Bytes)
 	row.IOUs, row.IOQueueUs = q.TimesAt(mono)
+}
+
+// IOSink takes each minute's block I/O per disk and operation; output.Writer implements it.
+type IOSink interface {
+	WriteIO(minute time.Time, disks []state.DiskIO) error
+}
+
+// ioMinutes turns the kernel side's cumulative block I/O statistics into each minute's.
+type ioMinutes struct {
+	src   IOSource
+	sink  IOSink
+	names *disks.Names
+	prev  map[state.IOKey]state.IOStat
+	// minute is the start of the minute of the last reading, zero before the first.
+	minute time.Time
+	log    *logrus.Entry
+	errLog rateLimit
+}
+
+// tick hands the sink the minute just ended, at the first tick of a new minute. The
+// requests completed between the readings at the first ticks of two minutes are the
+// earlier minute's. A disk that is gone has its last minute written, then its statistics
+// deleted.
+func (m *ioMinutes) tick(wall time.Time) {
+	minute := wall.Truncate(time.Minute)
+	if !m.minute.IsZero() && !minute.After(m.minute) {
+		return
+	}
+	err := m.read(minute)
+	if err != nil && m.errLog.allow(wall) {
+		m.log.WithError(err).Warn("reading block i/o statistics")
+	}
+}
+
+func (m *ioMinutes) read(minute time.Time) error {
+	cur, err := m.src.IOStats()
+	if err != nil {
+		return err
+	}
+	var rows []state.DiskIO
+	for k, st := range cur {
+		// Named at every reading, so that a disk removed before the next one still has
+		// its name in its last minute.
+		name := m.names.Name(k.Dev)
+		if d := st.Sub(m.prev[k]); d.Requests > 0 && !m.minute.IsZero() {
+			rows = append(rows, state.DiskIO{Disk: name, Op: k.Op, IOStat: d})
+		}
+	}
+	gone := map[state.Dev]bool{}
+	for k := range cur {
+		if _, checked := gone[k.Dev]; !checked {
+			gone[k.Dev] = !m.names.Exists(k.Dev)
+		}
+		if gone[k.Dev] {
+			// A new disk given its number starts from nothing.
+			delete(cur, k)
+		}
+	}
+	for dev, g := range gone {
+		if !g {
+			continue
+		}
+		m.names.Forget(dev)
+		if ferr := m.src.ForgetIODev(dev); ferr != nil && err == nil {
+			err = ferr
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Disk != rows[j].Disk {
+			return rows[i].Disk < rows[j].Disk
+		}
+		return rows[i].Op < rows[j].Op
+	})
+	if len(rows) > 0 {
+		if werr := m.sink.WriteIO(m.minute, rows); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	m.prev, m.minute = cur, minute
+	return err
 }

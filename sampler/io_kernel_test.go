@@ -129,3 +129,104 @@ func TestIORowsOfSlowDevice(t *testing.T) {
 		t.Errorf("longest io_us %d, want at least %d: the device holds each read about %v", longest, want, time.Second/iops)
 	}
 }
+
+// ioRecorder is a sink that keeps each minute's block I/O too.
+type ioRecorder struct {
+	recorder
+	minutes map[time.Time][]state.DiskIO
+}
+
+func (r *ioRecorder) WriteIO(minute time.Time, disks []state.DiskIO) error {
+	r.minutes[minute] = append(r.minutes[minute], disks...)
+	return nil
+}
+
+func (r *ioRecorder) requests(minute time.Time, disk string, op state.IOOp) uint64 {
+	for _, d := range r.minutes[minute] {
+		if d.Disk == disk && d.Op == op {
+			return d.Requests
+		}
+	}
+	return 0
+}
+
+// A minute's read requests of a loop device only the test uses are the kernel's count
+// (/sys/block/DEV/stat) exactly, and of the disk of the temp dir, shared with the
+// machine, within 1%. A disk removed is then forgotten.
+func TestIOMinutesMatchDiskStat(t *testing.T) {
+	privileged.Require(t)
+	tr, err := bpf.Open(bpf.Config{IO: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	rec := &ioRecorder{recorder: recorder{t: t}, minutes: map[time.Time][]state.DiskIO{}}
+	s, err := sampler.New(sampler.Config{
+		Interval: time.Second, Self: -1, Mono: bpf.Now, Wall: time.Now,
+		IO: tr, Log: logrus.NewEntry(log),
+	}, tr, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := blockdev.LoopFile(t, 64<<20)
+	dir := t.TempDir()
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	root := blockdev.DiskOf(t, unix.Major(st.Dev), unix.Minor(st.Dev))
+	if root == "" {
+		t.Skipf("%s is not on a block device", dir)
+	}
+	disk := blockdev.ByName(t, root)
+	file := blockdev.WrittenFile(t, dir, 64<<20)
+
+	// Ticks labelled a minute apart, however long the reads take.
+	m0 := time.Now().Truncate(time.Minute).Add(-time.Hour)
+	loopBefore, diskBefore := blockdev.ReadStat(t, loop), blockdev.ReadStat(t, disk)
+	if err := s.Tick(m0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	lr := blockdev.OpenDirect(t, loop.Path(), 4096)
+	dr := blockdev.OpenDirect(t, file, 4096)
+	for i := range 3000 {
+		off := int64(i*7919%16384) * 4096
+		if err := lr.ReadAt(4096, off); err != nil {
+			t.Fatal(err)
+		}
+		if err := dr.ReadAt(4096, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Tick(m0.Add(time.Minute + time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	loopReads := blockdev.ReadStat(t, loop).Reads - loopBefore.Reads
+	diskReads := blockdev.ReadStat(t, disk).Reads - diskBefore.Reads
+	gotLoop, gotDisk := rec.requests(m0, loop.Name, state.IORead), rec.requests(m0, disk.Name, state.IORead)
+	t.Logf("minute %s: %s %d read requests, /sys/block stat %d; %s %d, stat %d",
+		m0.Format("15:04"), loop.Name, gotLoop, loopReads, disk.Name, gotDisk, diskReads)
+	if gotLoop != loopReads || loopReads < 3000 {
+		t.Errorf("%s: %d read requests in the minute, /sys/block/%s/stat %d (3000 made)", loop.Name, gotLoop, loop.Name, loopReads)
+	}
+	if diff := float64(gotDisk) - float64(diskReads); diskReads < 3000 || diff > 0.01*float64(diskReads) || -diff > 0.01*float64(diskReads) {
+		t.Errorf("%s: %d read requests in the minute, /sys/block/%s/stat %d: more than 1%% apart", disk.Name, gotDisk, disk.Name, diskReads)
+	}
+
+	lr.Close()
+	blockdev.RemoveLoop(t, loop)
+	if err := s.Tick(m0.Add(2*time.Minute + time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := tr.IOStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range stats {
+		if k.Dev == state.Dev(loop.Dev()) {
+			t.Errorf("statistics of removed %s still kept: %+v", loop.Name, k)
+		}
+	}
+}

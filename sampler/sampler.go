@@ -157,6 +157,7 @@ type Sampler struct {
 	kstacks  *symbolize.KernelStacks // nil without Config.Stacks
 	ustacks  *symbolize.UserStacks   // nil without Config.Stacks
 	io       *ioRequests             // nil without Config.IO
+	ioStats  *ioMinutes              // nil without Config.IO or a sink that takes it
 	prune    stackPrune
 	rows     []state.Sample // this tick's, since the last flush
 	writeErr error          // the first failed Write of this tick
@@ -207,6 +208,12 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 	}
 	if cfg.IO != nil {
 		s.io = newIORequests(cfg.IO, cfg.Sys, cfg.Log)
+		if ios, ok := sink.(IOSink); ok {
+			s.ioStats = &ioMinutes{
+				src: cfg.IO, sink: ios, names: s.io.names, log: cfg.Log,
+				errLog: rateLimit{every: time.Minute},
+			}
+		}
 	}
 	if len(cfg.StackStates) > 0 {
 		s.sink = &stackRows{Sink: sink, captured: cfg.StackStates, stats: &s.stats}

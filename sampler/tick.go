@@ -84,6 +84,11 @@ func (s *Sampler) Tick(wall time.Time) error {
 	s.writeErr = nil
 	s.dead = s.dead[:0]
 	s.fds.NextTick()
+	if s.ioStats != nil {
+		// Before the tick's rows, which may open the next hour's files: a minute's block
+		// I/O goes to the file of its hour.
+		s.ioStats.tick(wall)
+	}
 	if s.io != nil {
 		s.io.read(mono, wall)
 	}

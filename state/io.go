@@ -93,3 +93,10 @@ func (s IOStat) Sub(prev IOStat) IOStat {
 	}
 	return d
 }
+
+// DiskIO is what a disk's requests of one operation did over an interval.
+type DiskIO struct {
+	Disk string // as lsblk names it
+	Op   IOOp
+	IOStat
+}

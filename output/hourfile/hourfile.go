@@ -36,6 +36,8 @@ var (
 	Stacks = newKind("stacks")
 	// Ticks holds the times of each hour's ticks, rows or not.
 	Ticks = newKind("ticks")
+	// IO holds each minute's completed block requests per disk and operation.
+	IO = newKind("io")
 )
 
 // kinds are all the kinds, in the order they are declared.

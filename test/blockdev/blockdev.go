@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -55,13 +56,42 @@ func Loop(t testing.TB, backing string) Device {
 	if err != nil {
 		t.Fatalf("losetup %s: %v: %s (losetup is in util-linux)", backing, err, out)
 	}
-	path := strings.TrimSpace(string(out))
+	d := ByName(t, filepath.Base(strings.TrimSpace(string(out))))
 	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "--detach", path).CombinedOutput(); err != nil {
-			t.Errorf("losetup --detach %s: %v: %s", path, err, out)
+		if _, err := os.Stat(filepath.Join("/sys/block", d.Name, "loop")); err != nil {
+			return // removed by the test
+		}
+		if out, err := exec.Command("losetup", "--detach", d.Path()).CombinedOutput(); err != nil {
+			t.Errorf("losetup --detach %s: %v: %s", d.Path(), err, out)
 		}
 	})
-	return ByName(t, filepath.Base(path))
+	return d
+}
+
+// RemoveLoop detaches loop device d and removes it from the machine (LOOP_CTL_REMOVE):
+// its /sys/block and /sys/dev/block entries go, as an unplugged disk's do.
+func RemoveLoop(t testing.TB, d Device) {
+	t.Helper()
+	if out, err := exec.Command("losetup", "--detach", d.Path()).CombinedOutput(); err != nil {
+		t.Fatalf("losetup --detach %s: %v: %s", d.Path(), err, out)
+	}
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	const loopCtlRemove = 0x4C81
+	var err2 error
+	// The detach completes asynchronously: the device is busy for a moment.
+	for range 100 {
+		if err2 = unix.IoctlSetInt(int(ctl.Fd()), loopCtlRemove, int(d.Minor)); err2 != unix.EBUSY {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err2 != nil {
+		t.Fatalf("removing %s: %v", d.Name, err2)
+	}
 }
 
 // LoopFile attaches a loop device over a new file of size bytes in the test's temp dir.
@@ -176,6 +206,9 @@ func (r *DirectReader) ReadAt(size int, off int64) error {
 	runtime.KeepAlive(r.f)
 	return err
 }
+
+// Close closes the file early (the test's end closes it otherwise).
+func (r *DirectReader) Close() error { return r.f.Close() }
 
 // aligned is a buffer at a 4096-byte boundary, as O_DIRECT wants.
 func aligned(size int) []byte {

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package output
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/state"
+)
+
+// IOColumns are the columns of every io file: per minute, disk and operation, the block
+// requests that completed in it.
+var IOColumns = []Column{
+	{"minute", typeTimestampTZ, "", "Start of the minute the requests completed in, in the local time zone of threadcap (of the interval between two ticks, when ticks are further apart)."},
+	{"disk", typeVarchar, "", "The disk, as lsblk names it." + hourfile.TextNote},
+	{"op", typeVarchar, "", "read, write, flush, discard or other."},
+	{"requests", typeBigint, "", "Requests completed."},
+	{"bytes", typeBigint, "bytes", "Their size, summed."},
+	{"queue_us", typeBigint, "µs", "Their time queued, from insertion to issue to the driver, summed."},
+	{"device_us", typeBigint, "µs", "Their time at the device, from issue to completion, summed."},
+	{"queue_hist", typeVarchar, "", "Requests by time queued: space-separated counts of log2 buckets, the first under 1 µs, the i-th (from 0) of 2^(i-1) to 2^i µs; trailing empty buckets left out."},
+	{"device_hist", typeVarchar, "", "Requests by time at the device, in the buckets of queue_hist."},
+}
+
+var ioHeader = func() string {
+	var b []byte
+	for i, c := range IOColumns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, c.Name...)
+	}
+	return string(append(b, '\n'))
+}()
+
+// IOHeader is the first line of every io file, newline included.
+func IOHeader() string { return ioHeader }
+
+// AppendIOCSV appends one line of an io file.
+func AppendIOCSV(dst []byte, minute time.Time, d *state.DiskIO) []byte {
+	dst = minute.Local().AppendFormat(dst, hourfile.TimeLayout)
+	dst = hourfile.AppendText(append(dst, ','), d.Disk)
+	dst = append(append(dst, ','), d.Op.String()...)
+	for _, v := range [...]uint64{d.Requests, d.Bytes, d.QueueNs / 1000, d.DeviceNs / 1000} {
+		dst = strconv.AppendUint(append(dst, ','), v, 10)
+	}
+	dst = appendHist(append(dst, ','), &d.QueueHist)
+	dst = appendHist(append(dst, ','), &d.DeviceHist)
+	return append(dst, '\n')
+}
+
+func appendHist(dst []byte, h *[state.IOBuckets]uint64) []byte {
+	n := len(h)
+	for n > 0 && h[n-1] == 0 {
+		n--
+	}
+	for i, v := range h[:n] {
+		if i > 0 {
+			dst = append(dst, ' ')
+		}
+		dst = strconv.AppendUint(dst, v, 10)
+	}
+	return dst
+}
+
+// WriteIO adds a minute's block I/O to the current hour's io file (the hour of the last
+// rows written). Like the stacks and ticks, a failure is logged once an hour and the rows
+// go on; while rows are being dropped (disk full), so is this.
+func (w *Writer) WriteIO(minute time.Time, disks []state.DiskIO) error {
+	if w.file == nil || w.paused != nil || len(disks) == 0 {
+		return nil
+	}
+	if !w.io.current(w.file.hour) {
+		if err := w.io.open(w); err != nil {
+			w.ioFailed(err)
+			return nil
+		}
+	}
+	var buf []byte
+	for i := range disks {
+		buf = AppendIOCSV(buf, minute, &disks[i])
+	}
+	if err := w.io.appendLines(buf); err != nil {
+		w.ioFailed(err)
+	}
+	return nil
+}
+
+func (w *Writer) ioFailed(err error) {
+	w.io.fail(w, err, "writing the io file failed; its minutes are lost until the next hour")
+}
