@@ -8,7 +8,7 @@ GO ?= go
 CLANG ?= clang-19
 STRIP ?= llvm-strip-19
 
-.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang install-postgres install-prometheus install-s3 vendor-headers bench
+.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang install-postgres install-prometheus install-s3 install-blocktools vendor-headers bench
 
 # -buildvcs=auto: the commit goes into the binary for `threadcap version` even where the
 # environment sets GOFLAGS=-buildvcs=false, and a tree without .git still builds.
@@ -17,7 +17,7 @@ build:
 
 # Everything CI runs. Privileged tests load BPF programs and need root (under CI=true they
 # fail rather than skip). Packages run one at a time (-p 1): their spinners measure CPU shares.
-test: lint check-generated verify-unit install-postgres install-prometheus install-s3
+test: lint check-generated verify-unit install-postgres install-prometheus install-s3 install-blocktools
 	$(GO) test -race -p 1 -count=1 ./...
 	cd test/duckdb && $(GO) test -count=1 ./...
 	$(MAKE) fuzz
@@ -111,6 +111,13 @@ install-prometheus:
 VERSITYGW ?= github.com/versity/versitygw/cmd/versitygw@v1.8.0
 install-s3:
 	@command -v versitygw >/dev/null || GOBIN=$(BINDIR) $(GO) install $(VERSITYGW)
+
+# The block I/O tests (bpf, sampler) attach loop devices with losetup (Debian's mount
+# package). This kernel has no device-mapper, so they slow a device with a cgroup v1 blkio
+# read limit instead of dmsetup's delay target: nothing else to install.
+install-blocktools:
+	@command -v losetup >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mount >/dev/null)
 
 # Refreshes the vendored libbpf headers from Debian's libbpf-dev. Their includes of each
 # other are made local: the BPF objects are compiled with -nostdinc, so a vendored header

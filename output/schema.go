@@ -105,11 +105,16 @@ func Header() string { return header }
 
 // MarkdownTable renders the schema as the table the README documents, so that a test can
 // keep the two from drifting apart.
-func MarkdownTable() string {
+func MarkdownTable() string { return markdownTable(Columns) }
+
+// IOMarkdownTable renders the io files' columns likewise.
+func IOMarkdownTable() string { return markdownTable(IOColumns) }
+
+func markdownTable(columns []Column) string {
 	var b strings.Builder
 	b.WriteString("| column | type | unit | meaning |\n")
 	b.WriteString("|---|---|---|---|\n")
-	for _, c := range Columns {
+	for _, c := range columns {
 		for _, cell := range []string{c.Name, c.Type, c.Unit, c.Meaning} {
 			b.WriteString("| ")
 			b.WriteString(markdownCell(cell))

@@ -73,22 +73,27 @@ func TestDuckDBColumns(t *testing.T) {
 	}
 }
 
-// TestReadmeColumnsMatchSchema keeps the README's column table, which users read, equal to
-// the schema the writer uses.
+// TestReadmeColumnsMatchSchema keeps the README's column tables, which users read, equal to
+// the schema the writer uses: the samples' and the io files'.
 func TestReadmeColumnsMatchSchema(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const begin, end = "<!-- columns:begin", "<!-- columns:end -->"
-	text := string(readme)
-	i, j := strings.Index(text, begin), strings.Index(text, end)
-	if i < 0 || j < i {
-		t.Fatalf("README.md has no %q ... %q section", begin, end)
-	}
-	section := text[i:j]
-	got := strings.TrimSpace(section[strings.Index(section, "\n")+1:])
-	if want := strings.TrimSpace(MarkdownTable()); got != want {
-		t.Errorf("README.md's column table differs from output.MarkdownTable(); paste:\n%s", want)
+	for _, tc := range []struct{ section, table, name string }{
+		{"columns", MarkdownTable(), "output.MarkdownTable()"},
+		{"io-columns", IOMarkdownTable(), "output.IOMarkdownTable()"},
+	} {
+		begin, end := "<!-- "+tc.section+":begin", "<!-- "+tc.section+":end -->"
+		text := string(readme)
+		i, j := strings.Index(text, begin), strings.Index(text, end)
+		if i < 0 || j < i {
+			t.Fatalf("README.md has no %q ... %q section", begin, end)
+		}
+		section := text[i:j]
+		got := strings.TrimSpace(section[strings.Index(section, "\n")+1:])
+		if want := strings.TrimSpace(tc.table); got != want {
+			t.Errorf("README.md's %s table differs from %s; paste:\n%s", tc.section, tc.name, want)
+		}
 	}
 }

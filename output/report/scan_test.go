@@ -37,14 +37,16 @@ func thread(tick time.Time, pid int32, process string, st state.State, syscall s
 }
 
 // tickRows is one tick of the fixture: a spinner always on CPU, a shell always asleep in
-// wait4, and a database thread in D state in pread64 at every other tick.
+// wait4, and a database thread in D state in pread64, reading nvme0n1, at every other tick.
 func tickRows(tick time.Time, i int) []state.Sample {
 	rows := []state.Sample{
 		thread(tick, 100, "spin", state.OnCPU, "", 1_000_000),
 		thread(tick, 200, "-bash", state.Sleeping, "wait4", 0),
 	}
 	if i%2 == 0 {
-		rows = append(rows, thread(tick, 300, "mysqld", state.Uninterruptible, "pread64", 2_000))
+		db := thread(tick, 300, "mysqld", state.Uninterruptible, "pread64", 2_000)
+		db.IODev, db.IOOp, db.IOBytes, db.IOUs, db.IOQueueUs = "nvme0n1", "read", 8192, 900, 3
+		rows = append(rows, db)
 	}
 	return rows
 }
@@ -125,6 +127,8 @@ func TestBreakdown(t *testing.T) {
 			[]summary{{"300", 0.5, 0.01}}},
 		{"by a column the rows leave empty", query("wchan"), []summary{{"", 2.5, 10.01}}},
 		{"where a field is empty: in user space", query("process", "syscall="), []summary{{"spin", 1, 10}}},
+		// Threads waiting on a disk, by disk and operation.
+		{"by io_dev", query("io_dev,io_op", "state=uninterruptible"), []summary{{"nvme0n1/read", 0.5, 0.01}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := Run(dir, tc.q)
