@@ -59,7 +59,7 @@ func TestSuiteEndToEnd(t *testing.T) {
 		t.Errorf("no row %q in the results:\n%s", prefix, b)
 		return nil
 	}
-	for _, wl := range []string{wlSyscalls, wlPingPong, wlMix, "scale 300"} {
+	for _, wl := range []string{wlSyscalls, wlPingPong, wlMix, wlDirectRead, "scale 300"} {
 		for _, c := range configs(opt.rates) {
 			if c.settings != "" && strings.HasPrefix(wl, "scale") {
 				continue

@@ -130,6 +130,7 @@ func run(opt options) error {
 		{wlSyscalls, []string{"syscalls", "-threads", strconv.Itoa(opt.syscallThreads)}},
 		{wlPingPong, []string{"pingpong", "-pairs", "1", "-cpu", "0"}},
 		{wlMix, []string{"mix", "-workers", strconv.Itoa(opt.mixUsers), "-dir", opt.tmp}},
+		{wlDirectRead, []string{"directread", "-workers", strconv.Itoa(opt.mixUsers), "-dir", opt.tmp}},
 	}
 	primer, err := startWorker("primer", "mix", "-workers", "2", "-dir", opt.tmp)
 	if err != nil {
@@ -169,14 +170,19 @@ func run(opt options) error {
 	return nil
 }
 
-// wlMix is the name of the database-like workload.
-const wlMix = "mix"
+// wlMix is the name of the database-like workload, wlDirectRead of the random O_DIRECT
+// reads.
+const (
+	wlMix        = "mix"
+	wlDirectRead = "random O_DIRECT reads"
+)
 
 func workloadInfos(opt options) []workloadInfo {
 	w := []workloadInfo{
 		{name: wlSyscalls, unit: "getppid/s"},
 		{name: wlPingPong, unit: "round trips/s"},
 		{name: wlMix, unit: "transactions/s"},
+		{name: wlDirectRead, unit: "reads/s"},
 	}
 	for _, n := range opt.scale {
 		w = append(w, workloadInfo{name: fmt.Sprintf("scale %d", n), unit: "units/s"})

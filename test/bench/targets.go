@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -49,6 +50,35 @@ var targets = []target{
 	{"context-switch storm, passive mode vs floor", "≥ 0.95", func(r *report) (string, bool, bool) {
 		return r.worstRatio(wlPingPong, "passive", configFloor, 0.95)
 	}},
+	{"mix, io on (the default) vs off", "≥ 0.97", func(r *report) (string, bool, bool) {
+		return r.ioRatio(wlMix, 0.97)
+	}},
+	{"random O_DIRECT reads, io on (the default) vs off", "≥ 0.97", func(r *report) (string, bool, bool) {
+		return r.ioRatio(wlDirectRead, 0.97)
+	}},
+}
+
+// ioRatio is the workload's throughput with io tracking on (full mode at the first rate,
+// the defaults) over the same with io off, the two interleaved in every round.
+func (r *report) ioRatio(workload string, goal float64) (string, bool, bool) {
+	var on, off string
+	for _, c := range r.configs {
+		switch {
+		case c.mode == "full" && c.settings == "" && on == "":
+			on = c.name
+		case strings.HasSuffix(c.name, configIOOff):
+			off = c.name
+		}
+	}
+	s, base := r.res[workload][on], r.res[workload][off]
+	if len(s) == 0 || len(base) == 0 {
+		return "", false, false
+	}
+	v := median(ratios(s, base))
+	if math.IsNaN(v) {
+		return "", false, false
+	}
+	return fmt.Sprintf("%.3f (%s vs %s)", v, on, off), v >= goal, true
 }
 
 func (r *report) targetTable(w io.Writer) {

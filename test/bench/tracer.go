@@ -35,7 +35,11 @@ var enrichments = []struct{ name, settings string }{
 	{"enrichments off", "columns: {cgroup: false, fd_target: false}\nstacks: {kernel: \"off\"}\n"},
 	{"off-CPU stacks", "stacks: {kernel: off-cpu}\n"},
 	{"off-CPU + user stacks", "stacks: {kernel: off-cpu, user: true}\n"},
+	{configIOOff, "io: false\n"},
 }
+
+// configIOOff is the enrichment without block I/O tracking, which is on by default.
+const configIOOff = "io off"
 
 // configs are the configurations of a run, in the order of the first round: the
 // enrichment variants run in full mode at the first rate.

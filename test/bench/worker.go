@@ -74,14 +74,14 @@ func serveWorkload(args []string) error {
 // newWorkload builds the workload "KIND [flags]" names.
 func newWorkload(args []string) (load.Workload, error) {
 	if len(args) == 0 {
-		return nil, errors.New("workload: name one of syscalls, pingpong, mix, scale")
+		return nil, errors.New("workload: name one of syscalls, pingpong, mix, directread, scale")
 	}
 	fs := flag.NewFlagSet("workload "+args[0], flag.ContinueOnError)
 	threads := fs.Int("threads", 2, "syscalls: threads calling getppid")
 	pairs := fs.Int("pairs", 1, "pingpong: thread pairs")
 	cpu := fs.Int("cpu", 0, "pingpong: the CPU every thread is pinned to")
-	workers := fs.Int("workers", 4, "mix: worker threads")
-	dir := fs.String("dir", os.TempDir(), "mix: where the data file goes")
+	workers := fs.Int("workers", 4, "mix, directread: worker threads")
+	dir := fs.String("dir", os.TempDir(), "mix, directread: where the data file goes")
 	idle := fs.Int("idle", 9900, "scale: idle threads")
 	busy := fs.Int("busy", 100, "scale: busy threads")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -94,10 +94,12 @@ func newWorkload(args []string) (load.Workload, error) {
 		return &load.PingPong{Pairs: *pairs, CPU: *cpu}, nil
 	case "mix":
 		return load.NewMix(*dir, *workers)
+	case "directread":
+		return load.NewDirectRead(*dir, *workers)
 	case "scale":
 		return load.NewScale(*idle, *busy), nil
 	}
-	return nil, fmt.Errorf("unknown workload %q: use syscalls, pingpong, mix or scale", args[0])
+	return nil, fmt.Errorf("unknown workload %q: use syscalls, pingpong, mix, directread or scale", args[0])
 }
 
 // worker is the harness's handle on a workload process.

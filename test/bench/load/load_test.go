@@ -71,6 +71,18 @@ func TestMixTimesTransactions(t *testing.T) {
 	}
 }
 
+// The directread workload reads and times its reads.
+func TestDirectReadTimesReads(t *testing.T) {
+	d, err := NewDirectRead(t.TempDir(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, d)
+	if r.OpsPerSec <= 0 || r.P50Us <= 0 || r.P99Us < r.P50Us {
+		t.Errorf("%v reads/s, latency percentiles p50 %v µs, p99 %v µs", r.OpsPerSec, r.P50Us, r.P99Us)
+	}
+}
+
 func threads(t *testing.T) int {
 	t.Helper()
 	tasks, err := os.ReadDir("/proc/self/task")
