@@ -3,7 +3,8 @@
 /*
  * The benchmark's floor: empty programs on every hook threadcap uses. What they cost is
  * what any design built on these hooks pays; threadcap's own cost is measured above it.
- * Keep this list equal to the SEC() lines of bpf/threadcap.bpf.c.
+ * Keep this list equal to the SEC() lines of bpf/threadcap.bpf.c and bpf/io.bpf.c (block
+ * I/O tracking is on by default).
  */
 #include "../../../bpf/include/vmlinux.h"
 #include "../../../bpf/include/bpf_helpers.h"
@@ -37,3 +38,15 @@ int BPF_PROG(floor_exec) { return 0; }
 
 SEC("tp_btf/task_rename")
 int BPF_PROG(floor_rename) { return 0; }
+
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(floor_rq_insert) { return 0; }
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(floor_rq_issue) { return 0; }
+
+SEC("tp_btf/block_rq_requeue")
+int BPF_PROG(floor_rq_requeue) { return 0; }
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(floor_rq_complete) { return 0; }

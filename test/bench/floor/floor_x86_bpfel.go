@@ -16,15 +16,19 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	floorProgFloorExec      = "floor_exec"
-	floorProgFloorIdle      = "floor_idle"
-	floorProgFloorRename    = "floor_rename"
-	floorProgFloorSwitch    = "floor_switch"
-	floorProgFloorSysEnter  = "floor_sys_enter"
-	floorProgFloorSysExit   = "floor_sys_exit"
-	floorProgFloorTimer     = "floor_timer"
-	floorProgFloorWakeup    = "floor_wakeup"
-	floorProgFloorWakeupNew = "floor_wakeup_new"
+	floorProgFloorExec       = "floor_exec"
+	floorProgFloorIdle       = "floor_idle"
+	floorProgFloorRename     = "floor_rename"
+	floorProgFloorRqComplete = "floor_rq_complete"
+	floorProgFloorRqInsert   = "floor_rq_insert"
+	floorProgFloorRqIssue    = "floor_rq_issue"
+	floorProgFloorRqRequeue  = "floor_rq_requeue"
+	floorProgFloorSwitch     = "floor_switch"
+	floorProgFloorSysEnter   = "floor_sys_enter"
+	floorProgFloorSysExit    = "floor_sys_exit"
+	floorProgFloorTimer      = "floor_timer"
+	floorProgFloorWakeup     = "floor_wakeup"
+	floorProgFloorWakeupNew  = "floor_wakeup_new"
 )
 
 // loadFloor returns the embedded CollectionSpec for floor.
@@ -69,15 +73,19 @@ type floorSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type floorProgramSpecs struct {
-	FloorExec      *ebpf.ProgramSpec `ebpf:"floor_exec"`
-	FloorIdle      *ebpf.ProgramSpec `ebpf:"floor_idle"`
-	FloorRename    *ebpf.ProgramSpec `ebpf:"floor_rename"`
-	FloorSwitch    *ebpf.ProgramSpec `ebpf:"floor_switch"`
-	FloorSysEnter  *ebpf.ProgramSpec `ebpf:"floor_sys_enter"`
-	FloorSysExit   *ebpf.ProgramSpec `ebpf:"floor_sys_exit"`
-	FloorTimer     *ebpf.ProgramSpec `ebpf:"floor_timer"`
-	FloorWakeup    *ebpf.ProgramSpec `ebpf:"floor_wakeup"`
-	FloorWakeupNew *ebpf.ProgramSpec `ebpf:"floor_wakeup_new"`
+	FloorExec       *ebpf.ProgramSpec `ebpf:"floor_exec"`
+	FloorIdle       *ebpf.ProgramSpec `ebpf:"floor_idle"`
+	FloorRename     *ebpf.ProgramSpec `ebpf:"floor_rename"`
+	FloorRqComplete *ebpf.ProgramSpec `ebpf:"floor_rq_complete"`
+	FloorRqInsert   *ebpf.ProgramSpec `ebpf:"floor_rq_insert"`
+	FloorRqIssue    *ebpf.ProgramSpec `ebpf:"floor_rq_issue"`
+	FloorRqRequeue  *ebpf.ProgramSpec `ebpf:"floor_rq_requeue"`
+	FloorSwitch     *ebpf.ProgramSpec `ebpf:"floor_switch"`
+	FloorSysEnter   *ebpf.ProgramSpec `ebpf:"floor_sys_enter"`
+	FloorSysExit    *ebpf.ProgramSpec `ebpf:"floor_sys_exit"`
+	FloorTimer      *ebpf.ProgramSpec `ebpf:"floor_timer"`
+	FloorWakeup     *ebpf.ProgramSpec `ebpf:"floor_wakeup"`
+	FloorWakeupNew  *ebpf.ProgramSpec `ebpf:"floor_wakeup_new"`
 }
 
 // floorMapSpecs contains maps before they are loaded into the kernel.
@@ -128,15 +136,19 @@ type floorVariables struct {
 //
 // It can be passed to loadFloorObjects or ebpf.CollectionSpec.LoadAndAssign.
 type floorPrograms struct {
-	FloorExec      *ebpf.Program `ebpf:"floor_exec"`
-	FloorIdle      *ebpf.Program `ebpf:"floor_idle"`
-	FloorRename    *ebpf.Program `ebpf:"floor_rename"`
-	FloorSwitch    *ebpf.Program `ebpf:"floor_switch"`
-	FloorSysEnter  *ebpf.Program `ebpf:"floor_sys_enter"`
-	FloorSysExit   *ebpf.Program `ebpf:"floor_sys_exit"`
-	FloorTimer     *ebpf.Program `ebpf:"floor_timer"`
-	FloorWakeup    *ebpf.Program `ebpf:"floor_wakeup"`
-	FloorWakeupNew *ebpf.Program `ebpf:"floor_wakeup_new"`
+	FloorExec       *ebpf.Program `ebpf:"floor_exec"`
+	FloorIdle       *ebpf.Program `ebpf:"floor_idle"`
+	FloorRename     *ebpf.Program `ebpf:"floor_rename"`
+	FloorRqComplete *ebpf.Program `ebpf:"floor_rq_complete"`
+	FloorRqInsert   *ebpf.Program `ebpf:"floor_rq_insert"`
+	FloorRqIssue    *ebpf.Program `ebpf:"floor_rq_issue"`
+	FloorRqRequeue  *ebpf.Program `ebpf:"floor_rq_requeue"`
+	FloorSwitch     *ebpf.Program `ebpf:"floor_switch"`
+	FloorSysEnter   *ebpf.Program `ebpf:"floor_sys_enter"`
+	FloorSysExit    *ebpf.Program `ebpf:"floor_sys_exit"`
+	FloorTimer      *ebpf.Program `ebpf:"floor_timer"`
+	FloorWakeup     *ebpf.Program `ebpf:"floor_wakeup"`
+	FloorWakeupNew  *ebpf.Program `ebpf:"floor_wakeup_new"`
 }
 
 func (p *floorPrograms) Close() error {
@@ -144,6 +156,10 @@ func (p *floorPrograms) Close() error {
 		p.FloorExec,
 		p.FloorIdle,
 		p.FloorRename,
+		p.FloorRqComplete,
+		p.FloorRqInsert,
+		p.FloorRqIssue,
+		p.FloorRqRequeue,
 		p.FloorSwitch,
 		p.FloorSysEnter,
 		p.FloorSysExit,
