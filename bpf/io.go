@@ -11,9 +11,9 @@ import (
 	"github.com/threadcap/threadcap/state"
 )
 
-// IOInflightEntries is how many block requests can be tracked in flight at once: far more
+// ioInflightEntries is how many block requests can be tracked in flight at once: far more
 // than the queues of a machine's disks hold (a request past it is counted in LostIOs).
-const IOInflightEntries = 16384
+const ioInflightEntries = 16384
 
 // loadIO loads the block I/O object (io.bpf.c); the caller attaches its programs.
 func loadIO() (*ebpf.Collection, error) {
@@ -21,7 +21,7 @@ func loadIO() (*ebpf.Collection, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec.Maps[ioMapIoInflight].MaxEntries = IOInflightEntries
+	spec.Maps[ioMapIoInflight].MaxEntries = ioInflightEntries
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
 		return nil, explain(fmt.Errorf("loading block i/o objects: %w", err))
@@ -35,7 +35,7 @@ const ioBatch = 256
 // InFlight returns the block requests in flight at tick (an instant named by SetTick), and
 // deletes from the kernel side those that completed after being kept for a tick: every
 // tick reads the requests that completed since the previous one, so none is read twice.
-// nil when io tracking is off.
+// nil when io tracking is off. Not safe for concurrent use: the sampler's tick calls it.
 func (t *Tracker) InFlight(tick uint64) ([]state.IORequest, error) {
 	if t.io == nil {
 		return nil, nil
@@ -43,8 +43,10 @@ func (t *Tracker) InFlight(tick uint64) ([]state.IORequest, error) {
 	m := t.io.Maps[ioMapIoInflight]
 	var reqs []state.IORequest
 	var done []uint64
-	keys := make([]uint64, ioBatch)
-	vals := make([]ioTcIo, ioBatch)
+	if t.ioKeys == nil {
+		t.ioKeys, t.ioVals = make([]uint64, ioBatch), make([]ioTcIo, ioBatch)
+	}
+	keys, vals := t.ioKeys, t.ioVals
 	var cursor ebpf.MapBatchCursor
 	for {
 		n, err := m.BatchLookup(&cursor, keys, vals, nil)

@@ -69,8 +69,11 @@ var ErrNoBTF = errors.New("kernel BTF not found at " + BTFPath +
 // Tracker owns threadcap's kernel side: the loaded objects, the attached links and the
 // memory-mapped records.
 type Tracker struct {
-	coll    *ebpf.Collection
-	io      *ebpf.Collection // nil when Config.IO is off
+	coll *ebpf.Collection
+	io   *ebpf.Collection // nil when Config.IO is off
+	// ioKeys and ioVals are InFlight's batch buffers, kept from tick to tick.
+	ioKeys  []uint64
+	ioVals  []ioTcIo
 	links   []link.Link
 	records *recordArray
 	torn    atomic.Uint64 // see TornReads
