@@ -37,6 +37,20 @@ struct {
 	__uint(max_entries, 1);
 } io_inflight SEC(".maps");
 
+/*
+ * Requests that completed after the tick user space is about to read, in flight at it:
+ * kept here until it has read them (and deletes them), so that it sees every request in
+ * flight at the tick however late it reads. Apart from io_inflight, and under a key of
+ * their own, so that user space deleting one never deletes a request in flight that took
+ * its address. Sized like io_inflight.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct tc_io_done_key);
+	__type(value, struct tc_io);
+	__uint(max_entries, 1);
+} io_done SEC(".maps");
+
 /* Completed requests per disk and operation. Per CPU, so a completion takes no lock;
  * allocated on a key's first use only. */
 struct {
@@ -134,7 +148,7 @@ int BPF_PROG(on_rq_insert, struct request *rq)
 	__u64 key = (__u64)rq;
 	struct tc_io *io = bpf_map_lookup_elem(&io_inflight, &key);
 
-	if (io && !io->issue_ns && !io->done_ns)
+	if (io && !io->issue_ns)
 		return 0;
 	io_begin(rq, bpf_ktime_get_ns(), false);
 	return 0;
@@ -152,7 +166,7 @@ int BPF_PROG(on_rq_issue, struct request *rq)
 	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
 	struct tc_io *io = bpf_map_lookup_elem(&io_inflight, &key);
 
-	if (io && !io->issue_ns && !io->done_ns) {
+	if (io && !io->issue_ns) {
 		io->issue_ns = now;
 		io->bytes = rq->__data_len;
 		return 0;
@@ -168,7 +182,7 @@ int BPF_PROG(on_rq_requeue, struct request *rq)
 	__u64 key = (__u64)rq;
 	struct tc_io *io = bpf_map_lookup_elem(&io_inflight, &key);
 
-	if (io && !io->done_ns)
+	if (io)
 		io->issue_ns = 0;
 	return 0;
 }
@@ -199,8 +213,7 @@ static __always_inline void account(struct tc_io *io, __u64 now)
  * blk_update_request, for every completion (also of failed requests, and in the batched
  * completion path), before the bytes are consumed: the request is done when nr_bytes
  * covers what remains of it. A request that was in flight at the tick user space is about
- * to read stays in the map, marked done, until it has been read (user space deletes it);
- * any other is deleted here.
+ * to read moves to io_done until user space has read it.
  */
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(on_rq_complete, struct request *rq, __u8 error, unsigned int nr_bytes)
@@ -211,13 +224,16 @@ int BPF_PROG(on_rq_complete, struct request *rq, __u8 error, unsigned int nr_byt
 	if (nr_bytes < rq->__data_len)
 		return 0;
 	io = bpf_map_lookup_elem(&io_inflight, &key);
-	if (!io || io->done_ns)
+	if (!io)
 		return 0;
 	now = bpf_ktime_get_ns();
 	account(io, now);
-	if (tick && io->insert_ns < tick && now >= tick)
+	if (tick && io->insert_ns < tick && now >= tick) {
+		struct tc_io_done_key done = { .rq = key, .insert_ns = io->insert_ns };
+
 		io->done_ns = now;
-	else
-		bpf_map_delete_elem(&io_inflight, &key);
+		bpf_map_update_elem(&io_done, &done, io, BPF_ANY);
+	}
+	bpf_map_delete_elem(&io_inflight, &key);
 	return 0;
 }

@@ -22,6 +22,7 @@ func loadIO() (*ebpf.Collection, error) {
 		return nil, err
 	}
 	spec.Maps[ioMapIoInflight].MaxEntries = ioInflightEntries
+	spec.Maps[ioMapIoDone].MaxEntries = ioInflightEntries
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
 		return nil, explain(fmt.Errorf("loading block i/o objects: %w", err))
@@ -29,58 +30,72 @@ func loadIO() (*ebpf.Collection, error) {
 	return coll, nil
 }
 
-// ioBatch is how many in-flight requests one syscall reads.
+// ioBatch is how many requests one syscall reads.
 const ioBatch = 256
 
-// InFlight returns the block requests in flight at tick (an instant named by SetTick), and
-// deletes from the kernel side those that completed after being kept for a tick: every
-// tick reads the requests that completed since the previous one, so none is read twice.
-// nil when io tracking is off. Not safe for concurrent use: the sampler's tick calls it.
+// InFlight returns the block requests in flight at tick (an instant named by SetTick):
+// those still in flight, and those that completed since, which the kernel side kept for
+// this read and which it then deletes. nil when io tracking is off. Not safe for
+// concurrent use: the sampler's tick calls it.
 func (t *Tracker) InFlight(tick uint64) ([]state.IORequest, error) {
 	if t.io == nil {
 		return nil, nil
 	}
-	m := t.io.Maps[ioMapIoInflight]
-	var reqs []state.IORequest
-	var done []uint64
 	if t.ioKeys == nil {
-		t.ioKeys, t.ioVals = make([]uint64, ioBatch), make([]ioTcIo, ioBatch)
+		t.ioKeys, t.ioDone = make([]uint64, ioBatch), make([]ioTcIoDoneKey, ioBatch)
+		t.ioVals = make([]ioTcIo, ioBatch)
 	}
-	keys, vals := t.ioKeys, t.ioVals
-	var cursor ebpf.MapBatchCursor
-	for {
-		n, err := m.BatchLookup(&cursor, keys, vals, nil)
-		for i := range n {
-			v := &vals[i]
-			r := state.IORequest{
-				Key: keys[i], Tid: int32(v.Tid), StartNs: v.StartNs, Dev: state.Dev(v.Dev),
-				Op: state.IOOp(v.Op), Bytes: v.Bytes,
-				InsertNs: v.InsertNs, IssueNs: v.IssueNs, DoneNs: v.DoneNs,
-			}
-			if r.DoneNs != 0 {
-				done = append(done, r.Key)
-			}
-			if r.InFlightAt(tick) {
-				reqs = append(reqs, r)
-			}
+	var reqs []state.IORequest
+	add := func(key uint64, v *ioTcIo) {
+		r := state.IORequest{
+			Key: key, Tid: int32(v.Tid), StartNs: v.StartNs, Dev: state.Dev(v.Dev),
+			Op: state.IOOp(v.Op), Bytes: v.Bytes,
+			InsertNs: v.InsertNs, IssueNs: v.IssueNs, DoneNs: v.DoneNs,
 		}
-		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			break
-		}
-		if err != nil {
-			return reqs, fmt.Errorf("reading block requests in flight: %w", err)
+		if r.InFlightAt(tick) {
+			reqs = append(reqs, r)
 		}
 	}
-	for _, k := range done {
-		if err := t.ForgetIO(k); err != nil {
-			return reqs, err
+	err := batches(t.io.Maps[ioMapIoInflight], t.ioKeys, t.ioVals, func(i int) { add(t.ioKeys[i], &t.ioVals[i]) })
+	if err != nil {
+		return reqs, fmt.Errorf("reading block requests in flight: %w", err)
+	}
+	var done []ioTcIoDoneKey
+	err = batches(t.io.Maps[ioMapIoDone], t.ioDone, t.ioVals, func(i int) {
+		add(t.ioDone[i].Rq, &t.ioVals[i])
+		done = append(done, t.ioDone[i])
+	})
+	if err != nil {
+		return reqs, fmt.Errorf("reading block requests completed since the tick: %w", err)
+	}
+	if len(done) > 0 {
+		if _, err := t.io.Maps[ioMapIoDone].BatchDelete(done, nil); err != nil {
+			return reqs, fmt.Errorf("deleting block requests read: %w", err)
 		}
 	}
 	return reqs, nil
 }
 
-// ForgetIO deletes a request from the kernel side's table: one that completed and was
-// read, or one of a disk that is gone.
+// batches reads every entry of m, len(keys) at a time, calling fn with the index of each
+// in keys and vals.
+func batches(m *ebpf.Map, keys, vals any, fn func(i int)) error {
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := m.BatchLookup(&cursor, keys, vals, nil)
+		for i := range n {
+			fn(i)
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// ForgetIO deletes a request in flight from the kernel side's table: one of a disk that
+// is gone, which will never complete.
 func (t *Tracker) ForgetIO(key uint64) error {
 	if err := t.io.Maps[ioMapIoInflight].Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("deleting block request %#x: %w", key, err)

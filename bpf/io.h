@@ -23,13 +23,19 @@ enum tc_io_op : __u8 {
 struct tc_io {
 	__u64 insert_ns; /* inserted into its queue, or issued if it went straight to the driver */
 	__u64 issue_ns;  /* issued to the driver; 0: still queued */
-	__u64 done_ns;   /* completed after the tick it was in flight at, and kept until user
-			  * space has read that tick; 0: in flight */
+	__u64 done_ns;   /* in io_done: when it completed; in io_inflight: 0 */
 	__u64 start_ns;  /* start time of the submitting thread: tells a reused tid apart */
 	__u32 tid;       /* the submitting thread */
 	__u32 dev;       /* the disk's dev_t, major << 20 | minor */
 	__u32 bytes;
 	enum tc_io_op op;
+};
+
+/* io_done's key: a request's address is reused at once for the next request, so its
+ * insert time tells the two apart. */
+struct tc_io_done_key {
+	__u64 rq;
+	__u64 insert_ns;
 };
 
 /* io_stats' key: a disk and an operation. */

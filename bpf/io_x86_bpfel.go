@@ -26,6 +26,12 @@ type ioTcIo struct {
 	_        [3]byte
 }
 
+type ioTcIoDoneKey struct {
+	_        structs.HostLayout
+	Rq       uint64
+	InsertNs uint64
+}
+
 type ioTcIoKey struct {
 	_   structs.HostLayout
 	Dev uint32
@@ -57,6 +63,7 @@ type ioTcIoStat struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	ioMapIoDone        = "io_done"
 	ioMapIoInflight    = "io_inflight"
 	ioMapIoStats       = "io_stats"
 	ioProgOnRqComplete = "on_rq_complete"
@@ -119,6 +126,7 @@ type ioProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ioMapSpecs struct {
+	IoDone     *ebpf.MapSpec `ebpf:"io_done"`
 	IoInflight *ebpf.MapSpec `ebpf:"io_inflight"`
 	IoStats    *ebpf.MapSpec `ebpf:"io_stats"`
 }
@@ -151,12 +159,14 @@ func (o *ioObjects) Close() error {
 //
 // It can be passed to loadIoObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ioMaps struct {
+	IoDone     *ebpf.Map `ebpf:"io_done"`
 	IoInflight *ebpf.Map `ebpf:"io_inflight"`
 	IoStats    *ebpf.Map `ebpf:"io_stats"`
 }
 
 func (m *ioMaps) Close() error {
 	return _IoClose(
+		m.IoDone,
 		m.IoInflight,
 		m.IoStats,
 	)

@@ -71,8 +71,9 @@ var ErrNoBTF = errors.New("kernel BTF not found at " + BTFPath +
 type Tracker struct {
 	coll *ebpf.Collection
 	io   *ebpf.Collection // nil when Config.IO is off
-	// ioKeys and ioVals are InFlight's batch buffers, kept from tick to tick.
+	// ioKeys, ioDone and ioVals are InFlight's batch buffers, kept from tick to tick.
 	ioKeys  []uint64
+	ioDone  []ioTcIoDoneKey
 	ioVals  []ioTcIo
 	links   []link.Link
 	records *recordArray

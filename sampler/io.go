@@ -24,9 +24,12 @@ type IOSource interface {
 	ForgetIODev(dev state.Dev) error
 }
 
-// staleIONs is how long a request stays in flight before the sampler asks whether its
-// disk still exists: a disk removed with requests in flight never completes them.
-const staleIONs = uint64(60e9)
+// staleIONs is how long a request stays in flight before the sampler asks whether it
+// really is: whether its disk still exists (one removed with requests in flight never
+// completes them), and whether the disk has anything issued at all (/sys/block/DEV/inflight),
+// as an issued request whose completion the kernel side missed would show in its
+// thread's rows until the request's memory is reused.
+const staleIONs = uint64(time.Second)
 
 // ioRequests keeps, per thread, its oldest request in flight at the tick.
 type ioRequests struct {
@@ -56,19 +59,39 @@ func (r *ioRequests) read(mono uint64, wall time.Time) {
 func (r *ioRequests) readAt(mono uint64) error {
 	clear(r.oldest)
 	reqs, err := r.src.InFlight(mono)
+	disks := map[state.Dev]diskState{}
 	for _, q := range reqs {
-		if mono-q.InsertNs > staleIONs && !r.names.Exists(q.Dev) {
-			r.names.Forget(q.Dev)
-			if ferr := r.src.ForgetIO(q.Key); ferr != nil && err == nil {
-				err = ferr
+		if mono-q.InsertNs > staleIONs && q.DoneNs == 0 {
+			d, known := disks[q.Dev]
+			if !known {
+				d = r.check(q.Dev)
+				disks[q.Dev] = d
 			}
-			continue
+			// A request not yet issued may wait for long in its queue, and inflight
+			// counts only the issued ones.
+			if d.gone || (d.idle && q.IssueNs != 0) {
+				if ferr := r.src.ForgetIO(q.Key); ferr != nil && err == nil {
+					err = ferr
+				}
+				continue
+			}
 		}
 		if old, ok := r.oldest[q.Tid]; !ok || q.InsertNs < old.InsertNs {
 			r.oldest[q.Tid] = q
 		}
 	}
 	return err
+}
+
+// diskState is what the sampler found of a disk with a request in flight for long.
+type diskState struct{ gone, idle bool }
+
+func (r *ioRequests) check(dev state.Dev) diskState {
+	if !r.names.Exists(dev) {
+		r.names.Forget(dev)
+		return diskState{gone: true}
+	}
+	return diskState{idle: r.names.Idle(dev)}
 }
 
 // fill gives the row of thread th its oldest request in flight at mono.

@@ -74,20 +74,31 @@ const (
 	gone = state.Dev(259<<20 | 1)
 )
 
-// A thread's row shows its oldest request in flight; a request in flight for over a minute
-// on a disk that is gone is deleted, one on a disk still there is kept.
+// A thread's row shows its oldest request in flight. A request in flight for long on a
+// disk that is gone is deleted, and so is one issued to a disk with nothing in flight (its
+// completion was missed); one on a busy disk, or still queued, is kept.
 func TestIORequestsOldestAndStale(t *testing.T) {
 	now := uint64(10 * time.Minute)
+	idle := state.Dev(7 << 20)
 	src := &fakeIO{reqs: []state.IORequest{
+		{Key: 5, Tid: 10, StartNs: 100, Dev: idle, InsertNs: now - 3e9, IssueNs: now - 2e9},
+		{Key: 6, Tid: 11, StartNs: 110, Dev: idle, InsertNs: now - 3e9},
 		{Key: 1, Tid: 7, StartNs: 70, Dev: vda, Op: state.IOWrite, Bytes: 512, InsertNs: now - 5e6, IssueNs: now - 4e6},
 		{Key: 2, Tid: 7, StartNs: 70, Dev: vda, Op: state.IORead, Bytes: 4096, InsertNs: now - 9e6},
 		{Key: 3, Tid: 8, StartNs: 80, Dev: gone, InsertNs: now - 2*uint64(time.Minute)},
 		{Key: 4, Tid: 9, StartNs: 90, Dev: vda, Op: state.IOFlush, InsertNs: now - 2*uint64(time.Minute), IssueNs: now - uint64(time.Minute)},
 	}}
-	r := newIORequests(src, sysWithDisks(t, map[string]string{"254:0": "vda"}), discard())
+	sys := sysWithDisks(t, map[string]string{"254:0": "vda", "7:0": "loop0"})
+	for majMin, inflight := range map[string]string{"254:0": "0 3\n", "7:0": "0 0\n"} {
+		if err := os.WriteFile(filepath.Join(sys, "dev", "block", majMin, "inflight"), []byte(inflight), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := newIORequests(src, sys, discard())
 	r.read(now, time.Now())
-	if !slices.Equal(src.forgot, []uint64{3}) {
-		t.Errorf("forgot %v, want only the request of the disk that is gone", src.forgot)
+	slices.Sort(src.forgot)
+	if !slices.Equal(src.forgot, []uint64{3, 5}) {
+		t.Errorf("forgot %v, want the requests of the disk that is gone and the one issued to the idle disk", src.forgot)
 	}
 	for _, tc := range []struct {
 		th   state.Thread
@@ -97,6 +108,8 @@ func TestIORequestsOldestAndStale(t *testing.T) {
 		{state.Thread{Tid: 8, StartNs: 80}, state.Sample{}},
 		{state.Thread{Tid: 9, StartNs: 90}, state.Sample{IODev: "vda", IOOp: "flush", IOUs: 120e6, IOQueueUs: 60e6}},
 		{state.Thread{Tid: 7, StartNs: 71}, state.Sample{}}, // the tid reused
+		{state.Thread{Tid: 10, StartNs: 100}, state.Sample{}},
+		{state.Thread{Tid: 11, StartNs: 110}, state.Sample{IODev: "loop0", IOOp: "read", IOUs: 3e6, IOQueueUs: 3e6}},
 	} {
 		var row state.Sample
 		r.fill(&row, &tc.th, now)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package disks names block devices as lsblk does (its KNAME: vda, nvme0n1, loop3, dm-0),
-// from /sys/dev/block/MAJ:MIN/uevent, and tells when a device is gone.
+// from /sys/dev/block/MAJ:MIN/uevent, and tells when a device is gone or has nothing in
+// flight.
 package disks
 
 import (
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/threadcap/threadcap/state"
 )
@@ -49,6 +51,17 @@ func (n *Names) Name(dev state.Dev) string {
 func (n *Names) Exists(dev state.Dev) bool {
 	_, err := os.Stat(n.path(dev))
 	return err == nil
+}
+
+// Idle tells whether dev has no request at its driver: both counts of
+// /sys/dev/block/MAJ:MIN/inflight are 0. A device that cannot be read is not idle.
+func (n *Names) Idle(dev state.Dev) bool {
+	b, err := os.ReadFile(filepath.Join(n.path(dev), "inflight"))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return len(f) == 2 && f[0] == "0" && f[1] == "0"
 }
 
 // Forget drops the cached name of a device that is gone.

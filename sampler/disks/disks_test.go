@@ -50,6 +50,14 @@ func TestNames(t *testing.T) {
 	if !n.Exists(254<<20) || n.Exists(8<<20|16) {
 		t.Error("Exists: vda should exist and 8:16 not")
 	}
+	for majMin, inflight := range map[string]string{"254:0": "       0        0\n", "259:3": "       0        2\n"} {
+		if err := os.WriteFile(filepath.Join(sys, "dev", "block", majMin, "inflight"), []byte(inflight), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !n.Idle(254<<20) || n.Idle(259<<20|3) || n.Idle(253<<20|12) {
+		t.Error("Idle: vda (0 0) should be idle, nvme0n1 (0 2) busy, dm-12 (no inflight file) not known idle")
+	}
 	// A removed device keeps its cached name until forgotten; then its number is read again.
 	if err := os.RemoveAll(filepath.Join(sys, "dev", "block", "254:0")); err != nil {
 		t.Fatal(err)
