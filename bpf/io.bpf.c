@@ -6,7 +6,8 @@
  * object from the thread records (threadcap.bpf.c), loaded only when io tracking is on.
  *
  * Per request: one hash update at insert (or issue), one lookup at issue, and at
- * completion a lookup, a delete and one per-CPU statistics update.
+ * completion a lookup, a delete and one per-CPU statistics update; a delete per request
+ * merged into another while queued.
  */
 #include "include/vmlinux.h"
 #include "include/bpf_helpers.h"
@@ -172,6 +173,20 @@ int BPF_PROG(on_rq_issue, struct request *rq)
 		return 0;
 	}
 	io_begin(rq, now, true);
+	return 0;
+}
+
+/*
+ * A queued request merged into another (attempt_merge, in the I/O scheduler) is freed
+ * without completing: its bios complete with the request it joined, and its memory goes
+ * to a later request, whose insert must not take it for this one inserted again.
+ */
+SEC("tp_btf/block_rq_merge")
+int BPF_PROG(on_rq_merge, struct request *rq)
+{
+	__u64 key = (__u64)rq;
+
+	bpf_map_delete_elem(&io_inflight, &key);
 	return 0;
 }
 

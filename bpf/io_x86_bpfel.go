@@ -69,6 +69,7 @@ const (
 	ioProgOnRqComplete = "on_rq_complete"
 	ioProgOnRqInsert   = "on_rq_insert"
 	ioProgOnRqIssue    = "on_rq_issue"
+	ioProgOnRqMerge    = "on_rq_merge"
 	ioProgOnRqRequeue  = "on_rq_requeue"
 	ioVarLostIos       = "lost_ios"
 	ioVarTickNs        = "tick_ns"
@@ -119,6 +120,7 @@ type ioProgramSpecs struct {
 	OnRqComplete *ebpf.ProgramSpec `ebpf:"on_rq_complete"`
 	OnRqInsert   *ebpf.ProgramSpec `ebpf:"on_rq_insert"`
 	OnRqIssue    *ebpf.ProgramSpec `ebpf:"on_rq_issue"`
+	OnRqMerge    *ebpf.ProgramSpec `ebpf:"on_rq_merge"`
 	OnRqRequeue  *ebpf.ProgramSpec `ebpf:"on_rq_requeue"`
 }
 
@@ -187,6 +189,7 @@ type ioPrograms struct {
 	OnRqComplete *ebpf.Program `ebpf:"on_rq_complete"`
 	OnRqInsert   *ebpf.Program `ebpf:"on_rq_insert"`
 	OnRqIssue    *ebpf.Program `ebpf:"on_rq_issue"`
+	OnRqMerge    *ebpf.Program `ebpf:"on_rq_merge"`
 	OnRqRequeue  *ebpf.Program `ebpf:"on_rq_requeue"`
 }
 
@@ -195,6 +198,7 @@ func (p *ioPrograms) Close() error {
 		p.OnRqComplete,
 		p.OnRqInsert,
 		p.OnRqIssue,
+		p.OnRqMerge,
 		p.OnRqRequeue,
 	)
 }

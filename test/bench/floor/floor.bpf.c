@@ -45,6 +45,9 @@ int BPF_PROG(floor_rq_insert) { return 0; }
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(floor_rq_issue) { return 0; }
 
+SEC("tp_btf/block_rq_merge")
+int BPF_PROG(floor_rq_merge) { return 0; }
+
 SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(floor_rq_requeue) { return 0; }
 

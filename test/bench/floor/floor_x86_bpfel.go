@@ -22,6 +22,7 @@ const (
 	floorProgFloorRqComplete = "floor_rq_complete"
 	floorProgFloorRqInsert   = "floor_rq_insert"
 	floorProgFloorRqIssue    = "floor_rq_issue"
+	floorProgFloorRqMerge    = "floor_rq_merge"
 	floorProgFloorRqRequeue  = "floor_rq_requeue"
 	floorProgFloorSwitch     = "floor_switch"
 	floorProgFloorSysEnter   = "floor_sys_enter"
@@ -79,6 +80,7 @@ type floorProgramSpecs struct {
 	FloorRqComplete *ebpf.ProgramSpec `ebpf:"floor_rq_complete"`
 	FloorRqInsert   *ebpf.ProgramSpec `ebpf:"floor_rq_insert"`
 	FloorRqIssue    *ebpf.ProgramSpec `ebpf:"floor_rq_issue"`
+	FloorRqMerge    *ebpf.ProgramSpec `ebpf:"floor_rq_merge"`
 	FloorRqRequeue  *ebpf.ProgramSpec `ebpf:"floor_rq_requeue"`
 	FloorSwitch     *ebpf.ProgramSpec `ebpf:"floor_switch"`
 	FloorSysEnter   *ebpf.ProgramSpec `ebpf:"floor_sys_enter"`
@@ -142,6 +144,7 @@ type floorPrograms struct {
 	FloorRqComplete *ebpf.Program `ebpf:"floor_rq_complete"`
 	FloorRqInsert   *ebpf.Program `ebpf:"floor_rq_insert"`
 	FloorRqIssue    *ebpf.Program `ebpf:"floor_rq_issue"`
+	FloorRqMerge    *ebpf.Program `ebpf:"floor_rq_merge"`
 	FloorRqRequeue  *ebpf.Program `ebpf:"floor_rq_requeue"`
 	FloorSwitch     *ebpf.Program `ebpf:"floor_switch"`
 	FloorSysEnter   *ebpf.Program `ebpf:"floor_sys_enter"`
@@ -159,6 +162,7 @@ func (p *floorPrograms) Close() error {
 		p.FloorRqComplete,
 		p.FloorRqInsert,
 		p.FloorRqIssue,
+		p.FloorRqMerge,
 		p.FloorRqRequeue,
 		p.FloorSwitch,
 		p.FloorSysEnter,
