@@ -67,8 +67,14 @@ func appendHist(dst []byte, h *[state.IOBuckets]uint64) []byte {
 
 // WriteIO adds a minute's block I/O to the current hour's io file (the hour of the last
 // rows written). Like the stacks and ticks, a failure is logged once an hour and the rows
-// go on; while rows are being dropped (disk full), so is this.
+// go on; while rows are being dropped (disk full), so is this. The error is ErrClosed
+// after Close.
 func (w *Writer) WriteIO(minute time.Time, disks []state.DiskIO) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
 	if w.file == nil || w.paused != nil || len(disks) == 0 {
 		return nil
 	}

@@ -187,6 +187,7 @@ func (w *Writer) Stats() Stats {
 			hourfile.Samples: w.samplesBytes.Load(),
 			hourfile.Stacks:  w.stacks.written.Load(),
 			hourfile.Ticks:   w.ticks.written.Load(),
+			hourfile.IO:      w.io.written.Load(),
 		},
 	}
 	if c := w.pausedNow.Load(); c != nil {

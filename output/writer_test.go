@@ -231,6 +231,10 @@ func TestStatsCountWhatReachesEachFile(t *testing.T) {
 			if err := w.Write(tick, rows); err != nil {
 				t.Fatal(err)
 			}
+			io := []state.DiskIO{{Disk: "vda", Op: state.IORead, IOStat: state.IOStat{Requests: 1}}}
+			if err := w.WriteIO(tick.Truncate(time.Minute), io); err != nil {
+				t.Fatal(err)
+			}
 		}
 		st := w.Stats()
 		if err := w.Close(); err != nil {
