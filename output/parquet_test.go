@@ -140,6 +140,9 @@ func TestClosedHoursAsParquet(t *testing.T) {
 			for i := range 2 {
 				hour := first.Add(time.Duration(i) * time.Hour)
 				for _, kind := range hourfile.Kinds() {
+					if kind == hourfile.IO {
+						continue // an io file is written only for minutes with block requests
+					}
 					path := filepath.Join(dir, kind.ParquetPath(hour, "db-7.example"))
 					if _, err := os.Stat(path); err != nil {
 						t.Errorf("closed hour %v: %v", hour, err)
