@@ -481,6 +481,9 @@ static __always_inline void read_syscall(struct record *r, struct task_struct *t
 }
 
 
+/* Defined with the rest of spans, at the end. */
+static __always_inline void spans_exit(struct task_struct *task);
+
 /*
  * The task's last switch-out: close its accounting and drop its task storage. A task never
  * seen before gets a record here too, so that user space learns that a thread it only knew
@@ -499,6 +502,7 @@ static __always_inline void switch_out_dead(struct task_struct *prev, __u64 now)
 		write_end(r);
 	}
 	bpf_task_storage_delete(&task_slots, prev);
+	spans_exit(prev);
 }
 
 /* A stack id + 1 for the record, 0 when the stack could not be stored. */
@@ -801,5 +805,348 @@ int BPF_PROG(on_rename, struct task_struct *task, const char *comm)
 	r = bpf_map_lookup_elem(&records, &idx);
 	if (r)
 		bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), comm);
+	return 0;
+}
+
+
+/*
+ * Spans. A USDT probe or uprobe starts or ends a span on the thread that hits it. At a
+ * start the thread's cumulative time per state (from its record's live view, counting the
+ * stretch in progress) is kept in a frame of its span stack; at the end the differences
+ * are the span's exact split of its wall time, added with the wall time to the span's
+ * sums and log2 histograms. Nothing is streamed: user space reads the sums once a minute
+ * and the open spans at each tick.
+ *
+ * Nesting: each thread has a stack of TC_SPAN_DEPTH open spans. An end closes the
+ * innermost open span of its name and drops (counts as missed ends) any opened inside it
+ * and not ended. A span does not nest in itself: a start of a span already open drops
+ * that one and what is inside it, as its end was missed (PostgreSQL's query__done never
+ * comes for a query that fails). A start with the stack full is not kept; the next end
+ * is taken as its own. A thread's stack lives in a hash map from its first span to its
+ * exit (spans_exit), so a span that never ends holds nothing past its thread.
+ */
+
+volatile const __u8 spans_on = 0; /* set by the loader when spans are configured */
+
+/* The saved user registers' size (the uapi layout), bounding an argument's register. */
+#if defined(__TARGET_ARCH_x86)
+#define TC_PT_REGS_SIZE (21 * 8)
+#else
+#define TC_PT_REGS_SIZE (34 * 8)
+#endif
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct tc_probe);
+	__uint(max_entries, TC_MAX_PROBES);
+} span_probes SEC(".maps");
+
+/* Open spans by tid. Sized at load time; only threads that open spans have an entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct tc_span_thread);
+	__uint(max_entries, 1);
+} span_threads SEC(".maps");
+
+/* A zeroed tc_span_thread, too big for the stack, to create entries from. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct tc_span_thread);
+	__uint(max_entries, 1);
+} span_blank SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct tc_span_stats);
+	__uint(max_entries, TC_MAX_SPANS);
+} span_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, enum tc_span_counter);
+	__type(value, __u64);
+	__uint(max_entries, TC_SPAN_NR_COUNTERS);
+} span_counters SEC(".maps");
+
+static __always_inline void span_count(enum tc_span_counter which)
+{
+	__u64 *c = bpf_map_lookup_elem(&span_counters, &which);
+
+	if (c)
+		*c += 1;
+}
+
+static __always_inline void spans_exit(struct task_struct *task)
+{
+	__u32 tid = task->pid;
+
+	if (spans_on)
+		bpf_map_delete_elem(&span_threads, &tid);
+}
+
+/* The value of a probe argument, read as libbpf's usdt.bpf.h does: registers from the
+ * saved user registers, memory from user space, narrowed and sign-extended to size. */
+static __always_inline __s64 span_arg(struct pt_regs *ctx, struct tc_arg *a)
+{
+	__u64 v = 0, base = 0;
+	__u32 size = a->size, shift;
+
+	switch (a->kind) {
+	case TC_ARG_CONST:
+		return a->value;
+	case TC_ARG_REG:
+		if (a->reg_off > TC_PT_REGS_SIZE - 8)
+			return 0;
+		if (bpf_probe_read_kernel(&v, sizeof(v), (void *)ctx + a->reg_off))
+			return 0;
+		break;
+	case TC_ARG_MEM:
+		if (a->reg_off > TC_PT_REGS_SIZE - 8)
+			return 0;
+		if (bpf_probe_read_kernel(&base, sizeof(base), (void *)ctx + a->reg_off))
+			return 0;
+		if (size > 8)
+			size = 8;
+		if (bpf_probe_read_user(&v, size, (void *)(base + a->value)))
+			return 0;
+		break;
+	default:
+		return 0;
+	}
+	if (size >= 8 || size == 0)
+		return v;
+	shift = 64 - size * 8;
+	if (a->is_signed)
+		return ((__s64)(v << shift)) >> shift;
+	return (v << shift) >> shift;
+}
+
+/* The thread's cumulative time per span part at now: stopped counts as sleeping. */
+static __always_inline void span_parts_at(struct record *r, __u64 now, __u64 *parts)
+{
+	struct tc_view *v = &r->live;
+	__u64 in_state = now > v->since_ns ? now - v->since_ns : 0;
+
+	parts[TC_ON_CPU] = v->state_ns[TC_ON_CPU];
+	parts[TC_RUNNABLE] = v->state_ns[TC_RUNNABLE];
+	parts[TC_SLEEPING] = v->state_ns[TC_SLEEPING] + v->state_ns[TC_STOPPED];
+	parts[TC_UNINTERRUPTIBLE] = v->state_ns[TC_UNINTERRUPTIBLE];
+	switch (v->state) {
+	case TC_ON_CPU:
+	case TC_RUNNABLE:
+	case TC_SLEEPING:
+	case TC_UNINTERRUPTIBLE:
+		parts[v->state] += in_state;
+		break;
+	case TC_STOPPED:
+		parts[TC_SLEEPING] += in_state;
+		break;
+	default:
+		break;
+	}
+}
+
+/* The log2 histogram bucket of ns, in microseconds: 0 under 1 µs, b for [2^(b-1), 2^b). */
+static __always_inline __u32 span_bucket(__u64 ns)
+{
+	__u64 us = ns / 1000;
+	__u32 b = 0;
+
+	if (us >= 1ULL << 16) { b += 16; us >>= 16; }
+	if (us >= 1ULL << 8) { b += 8; us >>= 8; }
+	if (us >= 1ULL << 4) { b += 4; us >>= 4; }
+	if (us >= 1ULL << 2) { b += 2; us >>= 2; }
+	if (us >= 1ULL << 1) { b += 1; us >>= 1; }
+	b += us; /* 1 when anything is left: floor(log2) + 1 */
+	return b < TC_SPAN_BUCKETS ? b : TC_SPAN_BUCKETS - 1;
+}
+
+/* Adds the ended span of frame f to its sums. The parts add up to the wall time: any
+ * difference (a repair of an unseen switch moved time across the start) is taken from or
+ * given to the largest part. */
+static __always_inline void span_account(struct tc_span_frame *f, __u64 *now_parts, __u64 now)
+{
+	__u32 span = f->span;
+	struct tc_span_stats *st = bpf_map_lookup_elem(&span_stats, &span);
+	__s64 part[TC_SPAN_PARTS], sum = 0, wall;
+	int i, largest = 0;
+
+	if (!st || now < f->start_ns)
+		return;
+	wall = now - f->start_ns;
+	for (i = 0; i < TC_SPAN_PARTS; i++) {
+		part[i] = now_parts[i] - f->part_ns[i];
+		if (part[i] < 0)
+			part[i] = 0;
+		sum += part[i];
+		if (part[i] > part[largest])
+			largest = i;
+	}
+	part[largest] += wall - sum;
+	if (part[largest] < 0)
+		part[largest] = 0;
+	st->count++;
+	st->wall_ns += wall;
+	for (i = 0; i < TC_SPAN_PARTS; i++)
+		st->part_ns[i] += part[i];
+	st->wall_hist[span_bucket(wall) & (TC_SPAN_BUCKETS - 1)]++;
+	st->cpu_hist[span_bucket(part[TC_ON_CPU]) & (TC_SPAN_BUCKETS - 1)]++;
+}
+
+/* The innermost open frame of span, or -1. */
+static __always_inline int span_find(struct tc_span_thread *t, __u16 span)
+{
+	int i;
+
+	for (i = TC_SPAN_DEPTH - 1; i >= 0; i--)
+		if (i < t->depth && t->frames[i].span == span)
+			return i;
+	return -1;
+}
+
+/* Drops the frames from level on, whose ends never came. */
+static __always_inline void span_drop_from(struct tc_span_thread *t, int level)
+{
+	if (level < t->depth) {
+		for (int i = level; i < TC_SPAN_DEPTH; i++)
+			if (i < t->depth)
+				span_count(TC_SPAN_MISSED_ENDS);
+		t->depth = level;
+	}
+}
+
+static __always_inline void span_start(struct pt_regs *ctx, struct tc_probe *p,
+				       struct tc_span_thread *t, __u64 *parts, __u64 now)
+{
+	struct tc_span_frame *f;
+	__u64 text;
+	int level = span_find(t, p->span);
+	__u32 d;
+
+	if (level >= 0)
+		span_drop_from(t, level);
+	d = t->depth;
+	if (d >= TC_SPAN_DEPTH) {
+		t->skipped++;
+		span_count(TC_SPAN_NO_ROOM);
+		return;
+	}
+	f = &t->frames[d & (TC_SPAN_DEPTH - 1)];
+	f->span = p->span;
+	f->start_ns = now;
+	for (int i = 0; i < TC_SPAN_PARTS; i++)
+		f->part_ns[i] = parts[i];
+	f->int_arg = span_arg(ctx, &p->int_arg);
+	f->text[0] = 0;
+	if (p->text_arg.kind != TC_ARG_NONE) {
+		text = span_arg(ctx, &p->text_arg);
+		if (text && bpf_probe_read_user_str(f->text, sizeof(f->text), (void *)text) < 0)
+			f->text[0] = 0;
+	}
+	t->depth = d + 1;
+}
+
+static __always_inline void span_end(struct tc_probe *p, struct tc_span_thread *t,
+				     __u64 *parts, __u64 now)
+{
+	int level;
+
+	if (t->skipped) {
+		t->skipped--;
+		return;
+	}
+	level = span_find(t, p->span);
+	if (level < 0) {
+		span_count(TC_SPAN_UNMATCHED);
+		return;
+	}
+	span_account(&t->frames[level & (TC_SPAN_DEPTH - 1)], parts, now);
+	span_drop_from(t, level + 1);
+	t->depth = level;
+}
+
+/*
+ * The record of the thread hitting a probe, read-only: through cpu_slot when it names
+ * this thread, else its task storage. Not current_record, whose repair of a missed
+ * switch takes a task reference, which a uprobe program may not.
+ */
+static __always_inline struct record *span_record(struct task_struct *task)
+{
+	__u32 zero = 0, idx;
+	__u32 *cs = bpf_map_lookup_elem(&cpu_slot, &zero);
+	struct task_slot *ts;
+	struct record *r;
+
+	if (cs && *cs) {
+		idx = *cs - 1;
+		r = bpf_map_lookup_elem(&records, &idx);
+		if (r && r->tid == task->pid && r->start_ns == task->start_time)
+			return r;
+	}
+	ts = bpf_task_storage_get(&task_slots, task, 0, 0);
+	if (!ts || !ts->slot)
+		return NULL;
+	idx = ts->slot - 1;
+	return bpf_map_lookup_elem(&records, &idx);
+}
+
+/*
+ * Every span probe site, USDT or uprobe, entry or return, runs this program; its attach
+ * cookie says which site. It runs in the thread that hit the probe, on its CPU, so its
+ * record cannot change under it and its open spans are its own.
+ */
+SEC("uprobe")
+int on_span_probe(struct pt_regs *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 site = bpf_get_attach_cookie(ctx), tid = task->pid, zero = 0;
+	struct tc_span_thread *t, *blank;
+	__u64 parts[TC_SPAN_PARTS], now;
+	struct tc_probe *p;
+	struct record *r;
+
+	p = bpf_map_lookup_elem(&span_probes, &site);
+	if (!p)
+		return 0;
+	r = span_record(task);
+	if (!r) {
+		span_count(TC_SPAN_NO_RECORD);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	span_parts_at(r, now, parts);
+	t = bpf_map_lookup_elem(&span_threads, &tid);
+	if (!t) {
+		if (p->end) {
+			span_count(TC_SPAN_UNMATCHED);
+			return 0;
+		}
+		blank = bpf_map_lookup_elem(&span_blank, &zero);
+		if (!blank || bpf_map_update_elem(&span_threads, &tid, blank, BPF_NOEXIST)) {
+			span_count(TC_SPAN_NO_ROOM);
+			return 0;
+		}
+		t = bpf_map_lookup_elem(&span_threads, &tid);
+		if (!t)
+			return 0;
+	}
+	seq_bump(t);
+	/* A tid reused after an exit the delete missed: not this thread's spans. */
+	if (t->tid != tid || t->task_start_ns != task->start_time) {
+		t->tid = tid;
+		t->task_start_ns = task->start_time;
+		t->depth = 0;
+		t->skipped = 0;
+	}
+	if (p->end)
+		span_end(p, t, parts, now);
+	else
+		span_start(ctx, p, t, parts, now);
+	seq_bump(t);
 	return 0;
 }

@@ -85,4 +85,86 @@ struct task_slot {
 	__u32 untracked; /* a record was refused; retried at switch-in only */
 };
 
+/*
+ * Spans: what an application was doing, between a start and an end probe (USDT or
+ * uprobe), and how the thread spent that wall time. Only the probes' own programs and
+ * the thread-exit hook touch these; struct record is unchanged.
+ */
+
+#define TC_SPAN_DEPTH 4     /* spans open at once per thread: a fixed stack */
+#define TC_SPAN_TEXT 128    /* bytes of a start's string argument kept, NUL included */
+#define TC_MAX_SPANS 64     /* span ids 0..TC_MAX_SPANS-1 */
+#define TC_MAX_PROBES 256   /* probe sites attached, each with its own cookie */
+#define TC_SPAN_BUCKETS 32  /* log2 histogram buckets, in microseconds */
+#define TC_SPAN_PARTS 4     /* on CPU, runnable, sleeping (stopped too), uninterruptible */
+
+/* Where a probe's argument is: a constant, a user register, or memory at a register plus
+ * an offset (the USDT argument forms "4@$5", "-4@%eax", "8@-16(%rbp)"). */
+enum tc_arg_kind : __u8 {
+	TC_ARG_NONE = 0,
+	TC_ARG_CONST = 1,
+	TC_ARG_REG = 2,
+	TC_ARG_MEM = 3,
+};
+
+struct tc_arg {
+	__s64 value;    /* the constant, or the memory offset */
+	__u16 reg_off;  /* byte offset of the register in struct pt_regs */
+	enum tc_arg_kind kind;
+	__u8 size;      /* 1, 2, 4 or 8 bytes */
+	__u8 is_signed;
+	__u8 pad[3];
+};
+
+/* One attached probe site, found by its attach cookie (the index in span_probes). */
+struct tc_probe {
+	__u16 span;     /* which span it starts or ends */
+	__u8 end;       /* 0: starts the span, 1: ends it */
+	__u8 pad[5];
+	struct tc_arg int_arg;  /* at a start: the integer captured */
+	struct tc_arg text_arg; /* at a start: the address of the string captured */
+};
+
+/* An open span: when it began and the thread's cumulative times then. */
+struct tc_span_frame {
+	__u64 start_ns;
+	__u64 part_ns[TC_SPAN_PARTS];
+	__s64 int_arg;
+	__u16 span;
+	__u8 text[TC_SPAN_TEXT];
+	__u8 pad[6];
+};
+
+/*
+ * A thread's open spans, innermost last; created at its first span, deleted when the
+ * thread exits. seq is odd while a probe writes it (user space reads it by syscall, and
+ * skips an odd copy).
+ */
+struct tc_span_thread {
+	__u32 seq;
+	__u32 tid;
+	__u64 task_start_ns;
+	__u8 depth;     /* frames in use */
+	__u8 skipped;   /* starts beyond TC_SPAN_DEPTH, whose ends are ignored */
+	__u8 pad[6];
+	struct tc_span_frame frames[TC_SPAN_DEPTH];
+};
+
+/* Per span and CPU, cumulative since load: spans ended, their wall time and its split. */
+struct tc_span_stats {
+	__u64 count;
+	__u64 wall_ns;
+	__u64 part_ns[TC_SPAN_PARTS];
+	__u64 wall_hist[TC_SPAN_BUCKETS]; /* bucket b > 0: [2^(b-1), 2^b) µs; 0: under 1 µs */
+	__u64 cpu_hist[TC_SPAN_BUCKETS];
+};
+
+enum tc_span_counter : __u32 {
+	TC_SPAN_NO_RECORD = 0,  /* probes hit by a thread without a record (map full) */
+	TC_SPAN_NO_ROOM = 1,    /* starts not kept: span_threads full, or TC_SPAN_DEPTH open */
+	TC_SPAN_MISSED_ENDS = 2, /* open spans dropped because an outer end or a restart came */
+	TC_SPAN_UNMATCHED = 3,  /* ends with no open span (begun before threadcap, say) */
+	TC_SPAN_NR_COUNTERS = 4,
+};
+
 #endif /* __THREADCAP_H__ */

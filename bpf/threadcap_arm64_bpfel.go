@@ -34,6 +34,25 @@ type threadcapTaskSlot struct {
 	Untracked uint32
 }
 
+type threadcapTcArg struct {
+	_        structs.HostLayout
+	Value    int64
+	RegOff   uint16
+	Kind     threadcapTcArgKind
+	Size     uint8
+	IsSigned uint8
+	Pad      [3]uint8
+}
+
+type threadcapTcArgKind uint8
+
+const (
+	threadcapTcArgKindTC_ARG_NONE  threadcapTcArgKind = 0
+	threadcapTcArgKindTC_ARG_CONST threadcapTcArgKind = 1
+	threadcapTcArgKindTC_ARG_REG   threadcapTcArgKind = 2
+	threadcapTcArgKindTC_ARG_MEM   threadcapTcArgKind = 3
+)
+
 type threadcapTcCounter uint32
 
 const (
@@ -43,6 +62,55 @@ const (
 	threadcapTcCounterTC_UNSEEN_SWITCHES   threadcapTcCounter = 3
 	threadcapTcCounterTC_NR_COUNTERS       threadcapTcCounter = 4
 )
+
+type threadcapTcProbe struct {
+	_       structs.HostLayout
+	Span    uint16
+	End     uint8
+	Pad     [5]uint8
+	IntArg  threadcapTcArg
+	TextArg threadcapTcArg
+}
+
+type threadcapTcSpanCounter uint32
+
+const (
+	threadcapTcSpanCounterTC_SPAN_NO_RECORD   threadcapTcSpanCounter = 0
+	threadcapTcSpanCounterTC_SPAN_NO_ROOM     threadcapTcSpanCounter = 1
+	threadcapTcSpanCounterTC_SPAN_MISSED_ENDS threadcapTcSpanCounter = 2
+	threadcapTcSpanCounterTC_SPAN_UNMATCHED   threadcapTcSpanCounter = 3
+	threadcapTcSpanCounterTC_SPAN_NR_COUNTERS threadcapTcSpanCounter = 4
+)
+
+type threadcapTcSpanFrame struct {
+	_       structs.HostLayout
+	StartNs uint64
+	PartNs  [4]uint64
+	IntArg  int64
+	Span    uint16
+	Text    [128]uint8
+	Pad     [6]uint8
+}
+
+type threadcapTcSpanStats struct {
+	_        structs.HostLayout
+	Count    uint64
+	WallNs   uint64
+	PartNs   [4]uint64
+	WallHist [32]uint64
+	CpuHist  [32]uint64
+}
+
+type threadcapTcSpanThread struct {
+	_           structs.HostLayout
+	Seq         uint32
+	Tid         uint32
+	TaskStartNs uint64
+	Depth       uint8
+	Skipped     uint8
+	Pad         [6]uint8
+	Frames      [4]threadcapTcSpanFrame
+}
 
 type threadcapTcState uint8
 
@@ -85,11 +153,17 @@ const (
 	threadcapMapCpuSlot         = "cpu_slot"
 	threadcapMapFreeSlots       = "free_slots"
 	threadcapMapRecords         = "records"
+	threadcapMapSpanBlank       = "span_blank"
+	threadcapMapSpanCounters    = "span_counters"
+	threadcapMapSpanProbes      = "span_probes"
+	threadcapMapSpanStats       = "span_stats"
+	threadcapMapSpanThreads     = "span_threads"
 	threadcapMapStacks          = "stacks"
 	threadcapMapTaskSlots       = "task_slots"
 	threadcapProgOnExec         = "on_exec"
 	threadcapProgOnIdle         = "on_idle"
 	threadcapProgOnRename       = "on_rename"
+	threadcapProgOnSpanProbe    = "on_span_probe"
 	threadcapProgOnSwitch       = "on_switch"
 	threadcapProgOnSysEnter     = "on_sys_enter"
 	threadcapProgOnSysExit      = "on_sys_exit"
@@ -99,6 +173,7 @@ const (
 	threadcapVarCapacity        = "capacity"
 	threadcapVarPassiveSyscalls = "passive_syscalls"
 	threadcapVarSlotsUsed       = "slots_used"
+	threadcapVarSpansOn         = "spans_on"
 	threadcapVarStackStates     = "stack_states"
 	threadcapVarTickNs          = "tick_ns"
 	threadcapVarUserStacks      = "user_stacks"
@@ -149,6 +224,7 @@ type threadcapProgramSpecs struct {
 	OnExec      *ebpf.ProgramSpec `ebpf:"on_exec"`
 	OnIdle      *ebpf.ProgramSpec `ebpf:"on_idle"`
 	OnRename    *ebpf.ProgramSpec `ebpf:"on_rename"`
+	OnSpanProbe *ebpf.ProgramSpec `ebpf:"on_span_probe"`
 	OnSwitch    *ebpf.ProgramSpec `ebpf:"on_switch"`
 	OnSysEnter  *ebpf.ProgramSpec `ebpf:"on_sys_enter"`
 	OnSysExit   *ebpf.ProgramSpec `ebpf:"on_sys_exit"`
@@ -161,12 +237,17 @@ type threadcapProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type threadcapMapSpecs struct {
-	Counters  *ebpf.MapSpec `ebpf:"counters"`
-	CpuSlot   *ebpf.MapSpec `ebpf:"cpu_slot"`
-	FreeSlots *ebpf.MapSpec `ebpf:"free_slots"`
-	Records   *ebpf.MapSpec `ebpf:"records"`
-	Stacks    *ebpf.MapSpec `ebpf:"stacks"`
-	TaskSlots *ebpf.MapSpec `ebpf:"task_slots"`
+	Counters     *ebpf.MapSpec `ebpf:"counters"`
+	CpuSlot      *ebpf.MapSpec `ebpf:"cpu_slot"`
+	FreeSlots    *ebpf.MapSpec `ebpf:"free_slots"`
+	Records      *ebpf.MapSpec `ebpf:"records"`
+	SpanBlank    *ebpf.MapSpec `ebpf:"span_blank"`
+	SpanCounters *ebpf.MapSpec `ebpf:"span_counters"`
+	SpanProbes   *ebpf.MapSpec `ebpf:"span_probes"`
+	SpanStats    *ebpf.MapSpec `ebpf:"span_stats"`
+	SpanThreads  *ebpf.MapSpec `ebpf:"span_threads"`
+	Stacks       *ebpf.MapSpec `ebpf:"stacks"`
+	TaskSlots    *ebpf.MapSpec `ebpf:"task_slots"`
 }
 
 // threadcapVariableSpecs contains global variables before they are loaded into the kernel.
@@ -176,6 +257,7 @@ type threadcapVariableSpecs struct {
 	Capacity        *ebpf.VariableSpec `ebpf:"capacity"`
 	PassiveSyscalls *ebpf.VariableSpec `ebpf:"passive_syscalls"`
 	SlotsUsed       *ebpf.VariableSpec `ebpf:"slots_used"`
+	SpansOn         *ebpf.VariableSpec `ebpf:"spans_on"`
 	StackStates     *ebpf.VariableSpec `ebpf:"stack_states"`
 	TickNs          *ebpf.VariableSpec `ebpf:"tick_ns"`
 	UserStacks      *ebpf.VariableSpec `ebpf:"user_stacks"`
@@ -201,12 +283,17 @@ func (o *threadcapObjects) Close() error {
 //
 // It can be passed to loadThreadcapObjects or ebpf.CollectionSpec.LoadAndAssign.
 type threadcapMaps struct {
-	Counters  *ebpf.Map `ebpf:"counters"`
-	CpuSlot   *ebpf.Map `ebpf:"cpu_slot"`
-	FreeSlots *ebpf.Map `ebpf:"free_slots"`
-	Records   *ebpf.Map `ebpf:"records"`
-	Stacks    *ebpf.Map `ebpf:"stacks"`
-	TaskSlots *ebpf.Map `ebpf:"task_slots"`
+	Counters     *ebpf.Map `ebpf:"counters"`
+	CpuSlot      *ebpf.Map `ebpf:"cpu_slot"`
+	FreeSlots    *ebpf.Map `ebpf:"free_slots"`
+	Records      *ebpf.Map `ebpf:"records"`
+	SpanBlank    *ebpf.Map `ebpf:"span_blank"`
+	SpanCounters *ebpf.Map `ebpf:"span_counters"`
+	SpanProbes   *ebpf.Map `ebpf:"span_probes"`
+	SpanStats    *ebpf.Map `ebpf:"span_stats"`
+	SpanThreads  *ebpf.Map `ebpf:"span_threads"`
+	Stacks       *ebpf.Map `ebpf:"stacks"`
+	TaskSlots    *ebpf.Map `ebpf:"task_slots"`
 }
 
 func (m *threadcapMaps) Close() error {
@@ -215,6 +302,11 @@ func (m *threadcapMaps) Close() error {
 		m.CpuSlot,
 		m.FreeSlots,
 		m.Records,
+		m.SpanBlank,
+		m.SpanCounters,
+		m.SpanProbes,
+		m.SpanStats,
+		m.SpanThreads,
 		m.Stacks,
 		m.TaskSlots,
 	)
@@ -227,6 +319,7 @@ type threadcapVariables struct {
 	Capacity        *ebpf.Variable `ebpf:"capacity"`
 	PassiveSyscalls *ebpf.Variable `ebpf:"passive_syscalls"`
 	SlotsUsed       *ebpf.Variable `ebpf:"slots_used"`
+	SpansOn         *ebpf.Variable `ebpf:"spans_on"`
 	StackStates     *ebpf.Variable `ebpf:"stack_states"`
 	TickNs          *ebpf.Variable `ebpf:"tick_ns"`
 	UserStacks      *ebpf.Variable `ebpf:"user_stacks"`
@@ -239,6 +332,7 @@ type threadcapPrograms struct {
 	OnExec      *ebpf.Program `ebpf:"on_exec"`
 	OnIdle      *ebpf.Program `ebpf:"on_idle"`
 	OnRename    *ebpf.Program `ebpf:"on_rename"`
+	OnSpanProbe *ebpf.Program `ebpf:"on_span_probe"`
 	OnSwitch    *ebpf.Program `ebpf:"on_switch"`
 	OnSysEnter  *ebpf.Program `ebpf:"on_sys_enter"`
 	OnSysExit   *ebpf.Program `ebpf:"on_sys_exit"`
@@ -252,6 +346,7 @@ func (p *threadcapPrograms) Close() error {
 		p.OnExec,
 		p.OnIdle,
 		p.OnRename,
+		p.OnSpanProbe,
 		p.OnSwitch,
 		p.OnSysEnter,
 		p.OnSysExit,

@@ -57,6 +57,11 @@ type Config struct {
 	// IO tracks block requests (io.bpf.c): which thread submitted each, to which disk, and
 	// its queue and device times.
 	IO bool
+	// Spans are the probe sites of spans (spans.go); none loads no probe program.
+	Spans []SpanProbe
+	// SpanThreads is how many threads can have spans open at once (DefaultSpanThreads
+	// when 0).
+	SpanThreads uint32
 }
 
 // BTFPath is where the kernel publishes its type information; threadcap needs it.
@@ -78,6 +83,7 @@ type Tracker struct {
 	links   []link.Link
 	records *recordArray
 	torn    atomic.Uint64 // see TornReads
+	spans   int           // span probe sites attached
 }
 
 // Open loads the programs, sizes the maps and attaches every hook. On error nothing stays
@@ -131,12 +137,18 @@ func Open(cfg Config) (t *Tracker, err error) {
 			return nil, err
 		}
 	}
+	if err := t.attachSpans(cfg.Spans); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
 // attach attaches every program of coll, each at the hook its name in SEC() gives.
 func (t *Tracker) attach(coll *ebpf.Collection) error {
 	for name, prog := range coll.Programs {
+		if prog.Type() != ebpf.Tracing {
+			continue // the span probe program, attached per site by attachSpans
+		}
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
 		if err != nil {
 			return explain(fmt.Errorf("attaching %s: %w", name, err))
@@ -167,6 +179,9 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 	}
 	if err := spec.Variables[threadcapVarPassiveSyscalls].Set(passive); err != nil {
 		return fmt.Errorf("setting syscall mode: %w", err)
+	}
+	if err := configureSpans(spec, cfg); err != nil {
+		return err
 	}
 	return configureStacks(spec, cfg)
 }

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package bpf
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/threadcap/threadcap/bpf/usdt"
+	"github.com/threadcap/threadcap/test/privileged"
+)
+
+// spanwork builds test/workload/spanwork.c: tc_work spins then sleeps, between the USDT
+// probes threadcap:work__start and threadcap:work__done.
+func spanwork(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "spanwork")
+	_, self, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(self), "..", "test", "workload", "spanwork.c")
+	if out, err := exec.Command("cc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("building spanwork: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func point(t *testing.T, s string) usdt.Point {
+	t.Helper()
+	p, err := usdt.ParsePoint(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// spanworkProbes are span 0, "call" (USDT, with the call number and label), and span 1,
+// "work" (tc_work's entry to its return), nested in it.
+func spanworkProbes(t *testing.T, bin string) []SpanProbe {
+	t.Helper()
+	var probes []SpanProbe
+	for id, d := range []SpanDef{
+		{Binary: bin, Start: point(t, "usdt threadcap:work__start"), End: point(t, "usdt threadcap:work__done"), IntArg: 1, TextArg: 2},
+		{Binary: bin, Start: point(t, "entry tc_work"), End: point(t, "return tc_work")},
+	} {
+		p, err := d.Probes(uint16(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		probes = append(probes, p...)
+	}
+	return probes
+}
+
+// TestSpansSplitWallTime runs N calls that each spin 5 ms of CPU and sleep 10 ms: both
+// spans end exactly N times, their parts add up to their wall time to the nanosecond,
+// on-CPU is the spin and sleeping at least the sleep; the semaphore was set.
+func TestSpansSplitWallTime(t *testing.T) {
+	privileged.Require(t)
+	bin := spanwork(t)
+	tr := openTracker(t, Config{Spans: spanworkProbes(t, bin)})
+	const calls = 20
+	out, err := exec.Command(bin, strconv.Itoa(calls), "5", "10").Output()
+	if err != nil {
+		t.Fatalf("spanwork: %v", err)
+	}
+	if sema, _ := strconv.Atoi(strings.TrimSpace(string(out))); sema < 1 {
+		t.Errorf("work__start's semaphore is %q: the uprobe's reference counter did not set it", out)
+	}
+	stats, err := tr.SpanStats(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, s := range stats {
+		if s.Count != calls {
+			t.Errorf("span %d ended %d times, want %d", id, s.Count, calls)
+		}
+		var sum, hist, cpuHist uint64
+		for _, p := range s.PartNs {
+			sum += p
+		}
+		for b := range SpanBuckets {
+			hist += s.WallHist[b]
+			cpuHist += s.CPUHist[b]
+		}
+		if sum != s.WallNs {
+			t.Errorf("span %d: parts %v add up to %d ns, wall is %d", id, s.PartNs, sum, s.WallNs)
+		}
+		if hist != calls || cpuHist != calls {
+			t.Errorf("span %d: histograms hold %d and %d spans, want %d", id, hist, cpuHist, calls)
+		}
+		onCPU := float64(s.PartNs[0]) / calls / 1e6
+		if onCPU < 4.75 || onCPU > 6.5 {
+			t.Errorf("span %d: %.2f ms on CPU per call, want about 5", id, onCPU)
+		}
+		if asleep := float64(s.PartNs[2]) / calls / 1e6; asleep < 10 {
+			t.Errorf("span %d: %.2f ms sleeping per call, want at least 10", id, asleep)
+		}
+		// At least 15 ms: bucket 14 (8-16 ms) or above. About 5 ms on CPU: bucket 13 (4-8 ms).
+		if lo := slices.IndexFunc(s.WallHist[:], func(n uint64) bool { return n > 0 }); lo < 14 {
+			t.Errorf("span %d: wall histogram %v has a call under 8 ms", id, s.WallHist)
+		}
+		if s.CPUHist[13] != calls {
+			t.Errorf("span %d: on-CPU histogram %v, want every call in bucket 13 (4-8 ms)", id, s.CPUHist)
+		}
+	}
+	if c, err := tr.SpanCounters(); err != nil || c != (SpanCounters{}) {
+		t.Errorf("span counters %+v (%v), want none", c, err)
+	}
+}
+
+// TestOpenSpansAndExitInside reads a thread's open spans while it sleeps in a call (the
+// USDT probe's arguments captured, the function's span nested inside), then kills it
+// there: its open spans leave nothing behind.
+func TestOpenSpansAndExitInside(t *testing.T) {
+	privileged.Require(t)
+	bin := spanwork(t)
+	tr := openTracker(t, Config{Spans: spanworkProbes(t, bin)})
+	cmd := exec.Command(bin, "1", "1", "60000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	pid := uint32(cmd.Process.Pid)
+	var got *SpanThread
+	for deadline := time.Now().Add(5 * time.Second); got == nil && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		if err := tr.SpanThreads(func(th *SpanThread) {
+			if th.Tid == pid && len(th.Frames) == 2 {
+				c := *th
+				c.Frames = append([]SpanFrame(nil), th.Frames...)
+				got = &c
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got == nil {
+		t.Fatal("spanwork's two open spans never showed")
+	}
+	call, work := got.Frames[0], got.Frames[1]
+	if call.Span != 0 || call.Text != "spanwork call" || call.Int != 0 || work.Span != 1 || work.StartNs < call.StartNs {
+		t.Errorf("open spans %+v, want call (0, \"spanwork call\", 0) then work (1) inside it", got.Frames)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		left := 0
+		_ = tr.SpanThreads(func(th *SpanThread) {
+			if th.Tid == pid {
+				left++
+			}
+		})
+		if left == 0 {
+			var key uint32
+			var v threadcapTcSpanThread
+			it := tr.coll.Maps[threadcapMapSpanThreads].Iterate()
+			entries := 0
+			for it.Next(&key, &v) {
+				entries++
+			}
+			if entries != 0 {
+				t.Errorf("span_threads holds %d entries after the only thread with spans exited", entries)
+			}
+			stats, _ := tr.SpanStats(2)
+			if stats[0].Count != 0 || stats[1].Count != 0 {
+				t.Errorf("spans that never ended were counted: %+v", stats)
+			}
+			return
+		}
+	}
+	t.Error("the killed thread's open spans are still there")
+}
