@@ -9,7 +9,9 @@ import (
 	"maps"
 	"os/user"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/procfs"
 
@@ -20,10 +22,22 @@ import (
 // (and again after it execs), not at every tick.
 type Process struct {
 	Name, Exe, User, Cgroup string
-	leaderStart             uint64 // the main thread's start time, when seen: tells a reused pid
-	execGen                 uint32
-	used                    time.Time
+	// Cmdline is the command line, arguments joined by spaces, at most MaxCmdline bytes.
+	// A process may rewrite it (PostgreSQL's backends show their state there), so it is
+	// read again once it is CmdlineRefresh old.
+	Cmdline     string
+	cmdlineRead time.Time
+	leaderStart uint64 // the main thread's start time, when seen: tells a reused pid
+	execGen     uint32
+	used        time.Time
 }
+
+// MaxCmdline bounds the command line kept per process.
+const MaxCmdline = 256
+
+// CmdlineRefresh is how old a command line gets before it is read again: a /proc read
+// per process with rows every 5 s at most, not per row and tick.
+const CmdlineRefresh = 5 * time.Second
 
 // Processes holds process context by pid.
 type Processes struct {
@@ -68,6 +82,9 @@ func (c *Processes) Get(th *state.Thread, now time.Time) *Process {
 		p = c.read(th)
 		c.procs[th.Pid] = p
 	}
+	if now.Sub(p.cmdlineRead) >= CmdlineRefresh {
+		p.Cmdline, p.cmdlineRead = c.cmdline(th.Pid), now
+	}
 	p.used = now
 	return p
 }
@@ -100,6 +117,33 @@ func (c *Processes) read(th *state.Thread) *Process {
 		}
 	}
 	return p
+}
+
+// cmdline reads a process's command line: its arguments, joined by spaces (a process
+// that rewrote it into one string with trailing NULs or spaces loses them), cut at
+// MaxCmdline bytes on a character boundary. "" for a kernel thread or a process gone.
+func (c *Processes) cmdline(pid int32) string {
+	proc, err := c.fs.Proc(int(pid))
+	if err != nil {
+		return ""
+	}
+	args, err := proc.CmdLine()
+	if err != nil {
+		return ""
+	}
+	return bound(strings.TrimRight(strings.Join(args, " "), " "), MaxCmdline)
+}
+
+// bound cuts s to at most n bytes without splitting a UTF-8 character.
+func bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 // userName resolves a uid once; an unknown uid is shown as its number.
