@@ -55,13 +55,21 @@ func AppendCSV(dst []byte, s *state.Sample) []byte {
 		dst = hourfile.AppendText(dst, s.UserStack.Hash)
 	}
 	if s.IODev == "" {
-		return append(dst, ",,,,,\n"...)
+		dst = append(dst, ",,,,,"...)
+	} else {
+		dst = hourfile.AppendText(append(dst, ','), s.IODev)
+		dst = append(append(dst, ','), s.IOOp...)
+		dst = strconv.AppendInt(append(dst, ','), s.IOBytes, 10)
+		dst = strconv.AppendInt(append(dst, ','), s.IOUs, 10)
+		dst = strconv.AppendInt(append(dst, ','), s.IOQueueUs, 10)
 	}
-	dst = hourfile.AppendText(append(dst, ','), s.IODev)
-	dst = append(append(dst, ','), s.IOOp...)
-	dst = strconv.AppendInt(append(dst, ','), s.IOBytes, 10)
-	dst = strconv.AppendInt(append(dst, ','), s.IOUs, 10)
-	dst = strconv.AppendInt(append(dst, ','), s.IOQueueUs, 10)
+	dst = hourfile.AppendText(append(dst, ','), s.Span)
+	dst = append(dst, ',')
+	if s.Span != "" {
+		dst = strconv.AppendInt(dst, s.SpanUs, 10)
+	}
+	dst = hourfile.AppendText(append(dst, ','), s.SpanArg)
+	dst = hourfile.AppendText(append(dst, ','), s.Cmdline)
 	return append(dst, '\n')
 }
 

@@ -219,6 +219,8 @@ func TestGolden(t *testing.T) {
 	rows[2].Syscall, rows[2].State, rows[2].CPU, rows[2].Wchan = "", state.Runnable, state.Unknown, "-"
 	rows[0].State, rows[0].IODev, rows[0].IOOp = state.Uninterruptible, "nvme0n1", "read"
 	rows[0].IOBytes, rows[0].IOUs, rows[0].IOQueueUs = 8192, 1520, 0
+	rows[2].Span, rows[2].SpanUs, rows[2].SpanArg = "query", 0, "SELECT 1,\x1b\"x\""
+	rows[2].Cmdline = "postgres: app shop 127.0.0.1(5432) SELECT"
 	got := []byte(Header())
 	for i := range rows {
 		got = AppendCSV(got, &rows[i])

@@ -23,6 +23,7 @@ var headers = map[hourfile.Kind]string{
 	hourfile.Stacks:  stacksHeader,
 	hourfile.Ticks:   ticksHeader,
 	hourfile.IO:      ioHeader,
+	hourfile.Spans:   spansHeader,
 }
 
 // hourFile is the file rows of the current hour are appended to.

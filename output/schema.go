@@ -11,7 +11,7 @@ import (
 // SchemaVersion is the version of the column layout below. It changes whenever a column is
 // added, removed, renamed, reordered or changes type, so that saved queries can tell which
 // files they understand.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // Column describes one CSV column: what analysts need to load it and what DBAs need to read
 // it.
@@ -65,6 +65,10 @@ var Columns = []Column{
 	{"io_bytes", typeBigint, "bytes", "That request's size; empty when none."},
 	{"io_us", typeBigint, "µs", "How long that request had been in flight at the tick, from its insertion into the queue (or issue when it went straight to the driver); empty when none."},
 	{"io_queue_us", typeBigint, "µs", "Part of io_us the request spent queued, before the driver took it; empty when none."},
+	{"span", typeVarchar, "", "The innermost configured span (spans in the config) the thread was in at the tick, such as query; empty when none."},
+	{"span_us", typeBigint, "µs", "How long the thread had been in span at the tick; empty when no span."},
+	{"span_arg", typeVarchar, "", "The string argument span's start captured (its first 127 bytes), such as the query text; empty when none." + hourfile.TextNote},
+	{"cmdline", typeVarchar, "", "The process's command line, arguments joined by spaces, at most 256 bytes; read once per process and again at most every 5 s while it has rows (PostgreSQL backends show user, database, client and state there)." + hourfile.TextNote},
 }
 
 // StackColumns is the layout of every stacks file: a stack's hash, as rows show it, and its
@@ -86,6 +90,7 @@ var KindColumns = map[hourfile.Kind][]Column{
 	hourfile.Samples: Columns,
 	hourfile.Stacks:  StackColumns,
 	hourfile.Ticks:   TickColumns,
+	hourfile.Spans:   SpanColumns,
 }
 
 // headerOf is the first line of a file of columns, newline included.

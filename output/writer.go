@@ -69,6 +69,7 @@ type Writer struct {
 	stacks    stackSet
 	ticks     sideFile
 	io        sideFile
+	spans     sideFile
 	lastTick  time.Time // the tick the ticks file has last
 
 	maintMu sync.Mutex // one maintenance pass at a time
@@ -107,7 +108,7 @@ func New(cfg Config) (*Writer, error) {
 		cfg: cfg, log: cfg.Log, gid: gid, dirLock: lock,
 		kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
 		stacks: stackSet{sideFile: sideFile{kind: hourfile.Stacks}}, ticks: sideFile{kind: hourfile.Ticks},
-		io: sideFile{kind: hourfile.IO},
+		io: sideFile{kind: hourfile.IO}, spans: sideFile{kind: hourfile.Spans},
 	}
 	w.removeStaleTmp()
 	go w.runMaintenance(ctx)
@@ -188,6 +189,7 @@ func (w *Writer) Stats() Stats {
 			hourfile.Stacks:  w.stacks.written.Load(),
 			hourfile.Ticks:   w.ticks.written.Load(),
 			hourfile.IO:      w.io.written.Load(),
+			hourfile.Spans:   w.spans.written.Load(),
 		},
 	}
 	if c := w.pausedNow.Load(); c != nil {
@@ -252,7 +254,7 @@ func (w *Writer) rotate(hour time.Time) error {
 			w.log.WithField(fieldFile, name).WithError(err).Error("closing the previous hour file failed; its last rows may be lost on power loss")
 		}
 	}
-	w.stacks.failed, w.ticks.failed, w.io.failed = false, false, false
+	w.stacks.failed, w.ticks.failed, w.io.failed, w.spans.failed = false, false, false, false
 	hf, rep, err := openHourFile(w.cfg.Dir, hour, w.cfg.FileMode, w.gid)
 	if errors.Is(err, os.ErrNotExist) {
 		if rerr := w.recreateDir(); rerr != nil {
@@ -305,7 +307,7 @@ func (w *Writer) recreateDir() error {
 func (w *Writer) closeFile() error {
 	f := w.file.f
 	w.file = nil
-	return errors.Join(f.Sync(), f.Close(), w.stacks.close(), w.ticks.close(), w.io.close())
+	return errors.Join(f.Sync(), f.Close(), w.stacks.close(), w.ticks.close(), w.io.close(), w.spans.close())
 }
 
 // Close syncs and closes the current file and stops background work, abandoning a
@@ -324,6 +326,7 @@ func (w *Writer) Close() error {
 	if w.file != nil {
 		errs = append(errs, w.closeFile())
 	}
+	errs = append(errs, w.spans.close())
 	w.mu.Unlock()
 	w.cancel()
 	<-w.done

@@ -235,6 +235,10 @@ func TestStatsCountWhatReachesEachFile(t *testing.T) {
 			if err := w.WriteIO(tick.Truncate(time.Minute), io); err != nil {
 				t.Fatal(err)
 			}
+			spans := []state.SpanMinute{{Minute: tick.Truncate(time.Minute), Span: "query", Count: 1, WallUs: 5, PartUs: [4]int64{5, 0, 0, 0}}}
+			if err := w.WriteSpans(tick.Truncate(time.Minute), spans); err != nil {
+				t.Fatal(err)
+			}
 		}
 		st := w.Stats()
 		if err := w.Close(); err != nil {

@@ -52,4 +52,12 @@ type Sample struct {
 	IODev                    string
 	IOOp                     string
 	IOBytes, IOUs, IOQueueUs int64
+	// Span is the innermost span the thread was in at the tick ("" for none), SpanUs how
+	// long it had been in it (not written without a span), SpanArg the string its start
+	// captured.
+	Span    string
+	SpanUs  int64
+	SpanArg string
+	// Cmdline is the process's command line, its arguments joined by spaces.
+	Cmdline string
 }

@@ -38,6 +38,8 @@ var (
 	Ticks = newKind("ticks")
 	// IO holds each minute's completed block requests per disk and operation.
 	IO = newKind("io")
+	// Spans holds, per minute and span, the spans that ended and where their time went.
+	Spans = newKind("spans")
 )
 
 // kinds are all the kinds, in the order they are declared.
