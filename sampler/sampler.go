@@ -82,6 +82,12 @@ type Config struct {
 	// empty. Sys is the sysfs mount disks are named from ("/sys" when "").
 	IO  IOSource
 	Sys string
+	// Spans reads the threads' open spans and the spans' sums, named by SpanNames (span
+	// id order); SpanSink takes each minute's sums. Nil Spans: no span columns, no
+	// spans file.
+	Spans     SpanSource
+	SpanNames []string
+	SpanSink  SpanSink
 	// Mono is the kernel side's clock (CLOCK_MONOTONIC ns); Wall the clock of the rows.
 	Mono func() uint64
 	Wall func() time.Time
@@ -167,6 +173,7 @@ type Sampler struct {
 	slowLog  rateLimit
 	updates  updates
 	losses   losses
+	spans    spans
 }
 
 // New makes a Sampler reading src and writing to sink.
@@ -205,6 +212,7 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 		slowLog: rateLimit{every: time.Minute},
 		updates: newUpdates(),
 		losses:  newLosses(cfg.StackEntries),
+		spans:   spans{open: map[uint32]openSpan{}},
 	}
 	if cfg.IO != nil {
 		s.io = newIORequests(cfg.IO, cfg.Sys, cfg.Log)
@@ -310,6 +318,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 		timer.Reset(next.Sub(s.cfg.Wall()))
 		select {
 		case <-ctx.Done():
+			s.writeSpans(s.cfg.Wall(), true)
 			return nil
 		case <-s.updates.ready:
 			s.takeUpdate()

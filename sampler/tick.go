@@ -92,6 +92,10 @@ func (s *Sampler) Tick(wall time.Time) error {
 	if s.io != nil {
 		s.io.read(mono, wall)
 	}
+	if s.cfg.Spans != nil {
+		s.writeSpans(wall, false)
+		s.readOpenSpans(mono)
+	}
 	s.src.Scan(since, mono, func(slot uint32, th *state.Thread) { s.observe(slot, th, mono, wall) })
 	for _, th := range s.seeded {
 		if s.cfg.Filter.All || th.State.Active() {
@@ -270,7 +274,10 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 	if !s.cfg.Filter.wantsProcess(proc) {
 		return
 	}
-	row.Process, row.User, row.Exe = proc.Name, proc.User, proc.Exe
+	row.Process, row.User, row.Exe, row.Cmdline = proc.Name, proc.User, proc.Exe, proc.Cmdline
+	if s.cfg.Spans != nil {
+		s.addSpan(&row, th, mono)
+	}
 	if !s.cfg.NoCgroup {
 		// A seeded thread has no cgroup id yet: its process's cgroup stands in.
 		row.Cgroup = s.cgroups.Path(th.CgroupID, th.Pid, th.Tid, wall)
