@@ -118,7 +118,14 @@ func checkCaps() checkResult {
 // checkLoad loads and attaches the programs as `run` would, then detaches them.
 func checkLoad(cfg *config.Config) checkResult {
 	r := checkResult{name: "bpf programs"}
-	t, err := bpf.Open(cfg.Tracker())
+	_, probes, err := cfg.SpanProbes()
+	if err != nil {
+		r.detail, r.fix = "spans: "+err.Error(), "fix spans in the config file"
+		return r
+	}
+	tc := cfg.Tracker()
+	tc.Spans = probes
+	t, err := bpf.Open(tc)
 	if err != nil {
 		r.detail = "loading and attaching failed: " + err.Error()
 		r.fix = "see the capabilities and BTF lines above; a verifier log means this kernel rejects the programs: report it with uname -r"

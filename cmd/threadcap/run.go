@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,13 +39,19 @@ func runCommand(args []string) int {
 	if err != nil {
 		return exitCode(err)
 	}
+	// The spans' probes are looked for in their binaries before anything starts: one
+	// missing is a mistake in the config.
+	spanNames, spanProbes, err := cfg.SpanProbes()
+	if err != nil {
+		return exitCode(err)
+	}
 	setupLogging(&cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	if err := run(ctx, opts, cfg, hup); err != nil {
+	if err := run(ctx, opts, cfg, spanSet{spanNames, spanProbes}, hup); err != nil {
 		if errors.As(err, new(config.UsageError)) {
 			return exitCode(err)
 		}
@@ -67,7 +74,7 @@ func setupLogging(c *config.Config) {
 
 // run samples until ctx ends, reloading the config at each signal on hup, then flushes the
 // current file and detaches everything.
-func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-chan os.Signal) (err error) {
+func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spanSet, hup <-chan os.Signal) (err error) {
 	log := logrus.WithField(fieldComponent, "threadcap")
 	log.WithFields(cfg.Fields()).Info("starting")
 	if err := requireCapabilities(); err != nil {
@@ -105,9 +112,16 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 		defer func() { stopShip(); <-shipped; err = errors.Join(err, shipper.Close()) }()
 	}
 
-	tracker, err := bpf.Open(cfg.Tracker())
+	trackerCfg := cfg.Tracker()
+	trackerCfg.Spans = spans.probes
+	tracker, err := bpf.Open(trackerCfg)
 	if err != nil {
 		return err
+	}
+	var spanSource sampler.SpanSource
+	if len(spans.probes) > 0 {
+		spanSource = tracker
+		log.WithField("spans", strings.Join(spans.names, ",")).WithField("probe_sites", len(spans.probes)).Info("span probes attached")
 	}
 	// Closed before the writer: nothing is attached while the last file is flushed.
 	defer func() { err = errors.Join(err, tracker.Close()) }()
@@ -128,6 +142,9 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 		StackStates:  cfg.Stacks.Kernel.States(),
 		StackEntries: cfg.Stacks.Entries,
 		IO:           io,
+		Spans:        spanSource,
+		SpanNames:    spans.names,
+		SpanSink:     writer,
 		Log:          logrus.WithField(fieldComponent, "sampler"),
 		Observer:     observer,
 	}, tracker, writer)
@@ -187,6 +204,13 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, hup <-cha
 		"detach_ms": detached.Sub(began).Milliseconds(), "flush_ms": time.Since(detached).Milliseconds(),
 	}).Info("stopped")
 	return err
+}
+
+// spanSet is the spans found in their binaries: names in span id order, and their
+// probe sites.
+type spanSet struct {
+	names  []string
+	probes []bpf.SpanProbe
 }
 
 func filterOf(c *config.Config) sampler.Filter {

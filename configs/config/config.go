@@ -44,8 +44,9 @@ type Config struct {
 	Output  OutputConfig  `yaml:"output"`
 	Metrics MetricsConfig `yaml:"metrics"`
 	// Host names this host in Parquet files and their paths; the host name when empty.
-	Host string     `yaml:"host"`
-	Ship ShipConfig `yaml:"ship"`
+	Host  string       `yaml:"host"`
+	Ship  ShipConfig   `yaml:"ship"`
+	Spans []SpanConfig `yaml:"spans"`
 
 	// origins says where a key's value came from ("FILE:LINE" or "--flag"), so that an
 	// error points at what to fix. Keys left at their default are absent.
@@ -265,6 +266,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Output.validate(c)...)
 	errs = append(errs, c.Metrics.validate(c)...)
 	errs = append(errs, c.Ship.validate(c)...)
+	errs = append(errs, c.validateSpans()...)
 	return errors.Join(errs...)
 }
 
@@ -374,5 +376,6 @@ func (c *Config) Fields() logrus.Fields {
 		"output.max_age": o.MaxAge.String(), "output.max_bytes": int64(o.MaxBytes),
 		"output.min_free_bytes": int64(o.MinFreeBytes), "output.fsync_interval": o.FsyncInterval.String(),
 		"metrics.listen": c.Metrics.Listen, "metrics.top_processes": c.Metrics.TopProcesses,
+		"spans": c.spansField(),
 	}
 }

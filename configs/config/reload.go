@@ -38,6 +38,7 @@ var restartOnly = []struct {
 	{"ship.tls", func(n, r *Config) { n.Ship.TLS = r.Ship.TLS }},
 	{"ship.credentials_file", func(n, r *Config) { n.Ship.CredentialsFile = r.Ship.CredentialsFile }},
 	{"ship.interval", func(n, r *Config) { n.Ship.Interval = r.Ship.Interval }},
+	{"spans", func(n, r *Config) { n.Spans = r.Spans }},
 }
 
 // needsRestart says whether key is one of restartOnly.
