@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/threadcap/threadcap/test/daemontest"
+	"github.com/threadcap/threadcap/test/pgtest"
 	"github.com/threadcap/threadcap/test/privileged"
 	"github.com/threadcap/threadcap/test/workload"
 )
@@ -32,8 +33,8 @@ const (
 // row against the invariants, and every thread alive throughout against schedstat.
 func TestWholeMachine(t *testing.T) {
 	privileged.Require(t)
-	pg := startPostgres(t)
-	if out, err := pg.pgbench("-i", "-q", "-s", "5").CombinedOutput(); err != nil {
+	pg := pgtest.Start(t)
+	if out, err := pg.Pgbench("-i", "-q", "-s", "5").CombinedOutput(); err != nil {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
 	}
 	bin, err := daemontest.Build(t.TempDir())
@@ -69,7 +70,7 @@ func TestWholeMachine(t *testing.T) {
 	ctx, stopBuilds := context.WithCancel(context.Background())
 	t.Cleanup(stopBuilds)
 	builds := buildChurn(ctx, t)
-	bench := pg.pgbench("-c", "8", "-j", "2", "-T", strconv.Itoa(int(recordFor/time.Second)))
+	bench := pg.Pgbench("-c", "8", "-j", "2", "-T", strconv.Itoa(int(recordFor/time.Second)))
 	benchOut := &daemontest.SyncBuffer{}
 	bench.Stdout, bench.Stderr = benchOut, benchOut
 	workload.Process(t, bench)

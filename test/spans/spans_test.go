@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package spans runs the daemon with spans over a real PostgreSQL (the postgresql preset)
+// and a program with its own USDT probes and a function to probe, and checks the rows and
+// the spans file it wrote.
+package spans
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/test/daemontest"
+	"github.com/threadcap/threadcap/test/pgtest"
+	"github.com/threadcap/threadcap/test/privileged"
+)
+
+// Queries the test runs, each by one psql -c: one query span each.
+const (
+	sleepQuery = "SELECT pg_sleep(0.6)"
+	cpuQuery   = "SELECT count(*) FROM generate_series(1, 4000000) a, generate_series(1, 1) b"
+	quickQuery = "SELECT 1"
+	quickRuns  = 20
+	calls      = 30 // spanwork's calls
+)
+
+func TestSpans(t *testing.T) {
+	privileged.Require(t)
+	tmp := t.TempDir()
+	pgBin := pgtest.Private(t)
+	pg := pgtest.StartIn(t, pgBin)
+	work := spanwork(t, tmp)
+	bin, err := daemontest.Build(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "data")
+	cfg := filepath.Join(tmp, "threadcap.yaml")
+	writeConfig(t, cfg, dir, filepath.Join(pgBin, "postgres"), work)
+
+	daemon := exec.Command(bin, "run", "--config", cfg, "--hz", "10", "--all", "--log-level", "warn")
+	notify := filepath.Join(tmp, "notify")
+	conn := daemontest.ListenNotify(t, notify)
+	daemon.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify)
+	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = daemon.Process.Kill()
+			_ = daemon.Wait()
+		}
+	})
+	if got := daemontest.Receive(t, conn, time.Minute); got != "READY=1" {
+		t.Fatalf("threadcap said %q, want READY=1", got)
+	}
+
+	psql := func(sql string) {
+		if out, err := pg.Psql(sql).CombinedOutput(); err != nil {
+			t.Fatalf("psql -c %q: %v\n%s", sql, err, out)
+		}
+	}
+	psql(sleepQuery)
+	psql(cpuQuery)
+	for range quickRuns {
+		psql(quickQuery)
+	}
+	if out, err := exec.Command(work, strconv.Itoa(calls), "5", "10").CombinedOutput(); err != nil {
+		t.Fatalf("spanwork: %v\n%s", err, out)
+	}
+	if err := daemon.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := daemon.Wait(); err != nil {
+		t.Fatalf("threadcap run: %v", err)
+	}
+	stopped = true
+
+	checkSpansFile(t, dir)
+	checkRows(t, dir)
+}
+
+func writeConfig(t *testing.T, path, dir, postgres, work string) {
+	t.Helper()
+	yaml := fmt.Sprintf(`dir: %s
+spans:
+  - preset: postgresql
+    binary: %s
+  - name: call
+    binary: %s
+    start: usdt threadcap:work__start
+    end: usdt threadcap:work__done
+    int_arg: 1
+    text_arg: 2
+  - name: work
+    binary: %s
+    start: entry tc_work
+    end: return tc_work
+`, dir, postgres, work, work)
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// spanwork builds test/workload/spanwork.c into dir.
+func spanwork(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "spanwork")
+	_, self, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(self), "..", "workload", "spanwork.c")
+	if out, err := exec.Command("cc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("building spanwork: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// records reads every hour file of kind in dir (the test's are all plain or gzip), as
+// maps from column to value.
+func records(t *testing.T, dir string, kind hourfile.Kind) []map[string]string {
+	t.Helper()
+	files, err := hourfile.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]string
+	for _, f := range files {
+		if f.Kind != kind || f.Suffix != hourfile.CSV {
+			continue
+		}
+		fh, err := os.Open(f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := csv.NewReader(fh).ReadAll()
+		fh.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", f.Path, err)
+		}
+		for _, rec := range all[1:] {
+			m := map[string]string{}
+			for i, name := range all[0] {
+				m[name] = rec[i]
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func atoi(t *testing.T, s string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%q is not a number", s)
+	}
+	return v
+}
+
+// checkSpansFile: each span's count is what ran (the queries, spanwork's calls); every
+// row's parts add up to its wall time exactly, and its histograms hold its count.
+func checkSpansFile(t *testing.T, dir string) {
+	t.Helper()
+	rows := records(t, dir, hourfile.Spans)
+	if len(rows) == 0 || len(rows[0]) != len(output.SpanColumns) {
+		t.Fatalf("spans file rows %v, want rows of %d columns", rows, len(output.SpanColumns))
+	}
+	count := map[string]int64{}
+	parts := map[string][4]int64{}
+	for _, r := range rows {
+		n := atoi(t, r["count"])
+		count[r["span"]] += n
+		var sum int64
+		p := parts[r["span"]]
+		for i, c := range []string{"on_cpu_us", "runnable_us", "sleeping_us", "uninterruptible_us"} {
+			sum += atoi(t, r[c])
+			p[i] += atoi(t, r[c])
+		}
+		parts[r["span"]] = p
+		if wall := atoi(t, r["wall_us"]); sum != wall {
+			t.Errorf("spans row %v: parts add up to %d µs, wall_us is %d", r, sum, wall)
+		}
+		for _, h := range []string{"wall_hist", "on_cpu_hist"} {
+			var in int64
+			for _, f := range strings.Fields(r[h]) {
+				in += atoi(t, f)
+			}
+			if in != n {
+				t.Errorf("spans row %v: %s holds %d spans, count is %d", r, h, in, n)
+			}
+		}
+	}
+	if want := int64(2 + quickRuns); count["query"] != want {
+		t.Errorf("%d query spans, want %d: one per statement run", count["query"], want)
+	}
+	if count["call"] != calls || count["work"] != calls {
+		t.Errorf("%d call and %d work spans, want %d of each", count["call"], count["work"], calls)
+	}
+	// spanwork: 5 ms on CPU and 10 ms asleep per call.
+	if cpu := float64(parts["work"][0]) / calls / 1000; cpu < 4.75 || cpu > 6.5 {
+		t.Errorf("work spans: %.2f ms on CPU per call, want about 5", cpu)
+	}
+	if asleep := float64(parts["work"][2]) / calls / 1000; asleep < 10 {
+		t.Errorf("work spans: %.2f ms asleep per call, want at least 10", asleep)
+	}
+	// The queries: pg_sleep's 600 ms mostly asleep, the count mostly on CPU.
+	if p := parts["query"]; p[2] < 600_000 || p[0] < 100_000 {
+		t.Errorf("query spans: %d µs asleep and %d µs on CPU, want at least 600 ms asleep and 100 ms on CPU", p[2], p[0])
+	}
+}
+
+// checkRows: rows of the backend running a query show span query, the query text and the
+// backend's command line; the sleeping query's rows are asleep, the counting one's on CPU.
+func checkRows(t *testing.T, dir string) {
+	t.Helper()
+	var sleepRows, sleepAsleep, cpuRows, cpuBusy int
+	for _, r := range records(t, dir, hourfile.Samples) {
+		if r["span"] != "query" {
+			continue
+		}
+		if !strings.HasPrefix(r["cmdline"], "postgres: postgres postgres 127.0.0.1") {
+			t.Errorf("a row in a query has cmdline %q, want the backend's", r["cmdline"])
+		}
+		if atoi(t, r["span_us"]) < 0 {
+			t.Errorf("span_us %s", r["span_us"])
+		}
+		switch r["span_arg"] {
+		case sleepQuery:
+			sleepRows++
+			if r["state"] == "sleeping" {
+				sleepAsleep++
+			}
+		case cpuQuery:
+			cpuRows++
+			if r["state"] == "on_cpu" || r["state"] == "runnable" {
+				cpuBusy++
+			}
+		}
+	}
+	// 10 Hz over 600 ms: about six rows in pg_sleep, all but the first asleep.
+	if sleepRows < 3 || sleepAsleep < sleepRows-1 {
+		t.Errorf("%d rows in %q, %d of them sleeping; want at least 3, all but one sleeping", sleepRows, sleepQuery, sleepAsleep)
+	}
+	if cpuRows < 1 || cpuBusy < cpuRows-1 {
+		t.Errorf("%d rows in %q, %d of them on CPU or runnable; want at least 1, all but one", cpuRows, cpuQuery, cpuBusy)
+	}
+}
