@@ -4,8 +4,6 @@ package bpf
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,20 +13,8 @@ import (
 
 	"github.com/threadcap/threadcap/bpf/usdt"
 	"github.com/threadcap/threadcap/test/privileged"
+	"github.com/threadcap/threadcap/test/workload"
 )
-
-// spanwork builds test/workload/spanwork.c: tc_work spins then sleeps, between the USDT
-// probes threadcap:work__start and threadcap:work__done.
-func spanwork(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "spanwork")
-	_, self, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(self), "..", "test", "workload", "spanwork.c")
-	if out, err := exec.Command("cc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("building spanwork: %v\n%s", err, out)
-	}
-	return bin
-}
 
 func point(t *testing.T, s string) usdt.Point {
 	t.Helper()
@@ -62,7 +48,7 @@ func spanworkProbes(t *testing.T, bin string) []SpanProbe {
 // on-CPU is the spin and sleeping at least the sleep; the semaphore was set.
 func TestSpansSplitWallTime(t *testing.T) {
 	privileged.Require(t)
-	bin := spanwork(t)
+	bin := workload.SpanWork(t)
 	tr := openTracker(t, Config{Spans: spanworkProbes(t, bin)})
 	const calls = 20
 	out, err := exec.Command(bin, strconv.Itoa(calls), "5", "10").Output()
@@ -119,7 +105,7 @@ func TestSpansSplitWallTime(t *testing.T) {
 // there: its open spans leave nothing behind.
 func TestOpenSpansAndExitInside(t *testing.T) {
 	privileged.Require(t)
-	bin := spanwork(t)
+	bin := workload.SpanWork(t)
 	tr := openTracker(t, Config{Spans: spanworkProbes(t, bin)})
 	cmd := exec.Command(bin, "1", "1", "60000")
 	if err := cmd.Start(); err != nil {

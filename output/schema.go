@@ -141,10 +141,15 @@ func markdownCell(s string) string {
 //
 // Naming every column with its type stops DuckDB guessing types from the first rows, which
 // would make an empty syscall column VARCHAR in one file and BIGINT in another.
-func DuckDBColumns() string {
+func DuckDBColumns() string { return duckDBColumns(Columns) }
+
+// DuckDBSpanColumns is DuckDBColumns for the spans files.
+func DuckDBSpanColumns() string { return duckDBColumns(SpanColumns) }
+
+func duckDBColumns(columns []Column) string {
 	var b strings.Builder
 	b.WriteString("{")
-	for i, c := range Columns {
+	for i, c := range columns {
 		if i > 0 {
 			b.WriteString(", ")
 		}

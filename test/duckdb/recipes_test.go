@@ -23,6 +23,7 @@ const (
 	exampleDir  = "'data/threadcap_samples_*.csv*'"
 	exampleTick = "'data/threadcap_ticks_*.csv*'"
 	exampleIO   = "'data/threadcap_io_*.csv*'"
+	exampleSpan = "'data/threadcap_spans_*.csv*'"
 	exampleFrom = "'2026-11-21 03:10:00'"
 	exampleTo   = "'2026-11-21 03:15:00'"
 )
@@ -124,6 +125,18 @@ func TestSamplesViewHasTheSchema(t *testing.T) {
 	t.Errorf("recipes/%s.sql does not list the schema's columns; go test -run 'Schema|README' -update rewrites them", view.name)
 }
 
+// TestSpansViewHasTheSchema keeps the spans view's column types equal to the spans
+// file's.
+func TestSpansViewHasTheSchema(t *testing.T) {
+	_, rest, _ := strings.Cut(recipeSQL(t, "8_span_latency"), "columns = {")
+	columns, _, ok := strings.Cut(rest, "}")
+	compact := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	want := strings.TrimSuffix(strings.TrimPrefix(output.DuckDBSpanColumns(), "{"), "}")
+	if !ok || compact(columns) != compact(want) {
+		t.Errorf("recipes/8_span_latency.sql's spans view does not list the spans file's columns:\n%s", want)
+	}
+}
+
 // wrap joins items with ", " into lines of at most width characters, each indented.
 func wrap(items []string, indent string, width int) string {
 	var b, line strings.Builder
@@ -154,6 +167,7 @@ func TestRecipesAnswer(t *testing.T) {
 	window := strings.NewReplacer(
 		exampleDir, "'"+filepath.Join(rec.Dir, "threadcap_samples_*.csv*")+"'",
 		exampleTick, "'"+filepath.Join(rec.Dir, "threadcap_ticks_*.csv*")+"'",
+		exampleSpan, "'"+filepath.Join(rec.Dir, "threadcap_spans_*.csv*")+"'",
 		exampleFrom, "'"+rec.From.Format("2006-01-02 15:04:05.999999-07:00")+"'",
 		exampleTo, "'"+rec.To.Format("2006-01-02 15:04:05.999999-07:00")+"'")
 	for _, r := range recipes(t) {
@@ -228,6 +242,35 @@ func TestRecipesAnswer(t *testing.T) {
 			}
 		}
 	})
+	t.Run("span latency", func(t *testing.T) {
+		// Per minute, so the window's minutes hold spanwork's calls only if it ran in
+		// them: asked again over the whole recording.
+		all := strings.NewReplacer(exampleSpan, "'"+filepath.Join(rec.Dir, "threadcap_spans_*.csv*")+"'",
+			exampleFrom, "'"+rec.From.Add(-time.Hour).Format("2006-01-02 15:04:05-07:00")+"'",
+			exampleTo, "'"+rec.To.Add(time.Hour).Format("2006-01-02 15:04:05-07:00")+"'")
+		got := map[string]map[string]any{}
+		for _, row := range run(t, conn, all.Replace(recipeSQL(t, "8_span_latency"))) {
+			got[str(row["span"])] = row
+		}
+		for _, span := range []string{"call", "work"} {
+			row := got[span]
+			if row == nil || row["spans"] != int64(rec.SpanCalls) {
+				t.Errorf("span %s: %v, want %d spans", span, row, rec.SpanCalls)
+				continue
+			}
+			// 5 ms on CPU: bucket [4, 8) ms; 15 ms or more in all: p50 at 16 ms or above.
+			if num(row["cpu_p50_ms"]) != 8.192 || num(row["wall_p50_ms"]) < 16.384 {
+				t.Errorf("span %s: p50 %v ms on CPU and %v ms wall, want 8.192 and at least 16.384", span, row["cpu_p50_ms"], row["wall_p50_ms"])
+			}
+			// The spinners beside it make it wait for a CPU too: whatever the split, the
+			// shares add up to the wall time, and 5 ms of each call is on CPU.
+			shares := num(row["on_cpu_share"]) + num(row["runnable_share"]) + num(row["sleeping_share"]) + num(row["uninterruptible_share"])
+			onCPUMs := num(row["on_cpu_share"]) * num(row["avg_wall_ms"])
+			if shares < 0.98 || shares > 1.02 || onCPUMs < 4.5 || onCPUMs > 7 {
+				t.Errorf("span %s: shares %v add up to %v, %.2f ms on CPU per call; want 1 and about 5 ms", span, row, shares, onCPUMs)
+			}
+		}
+	})
 	t.Run("long syscalls", func(t *testing.T) {
 		got := answers["6_long_syscalls"]
 		for _, row := range got {
@@ -274,6 +317,14 @@ func TestRecipesOnExitedThreads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Two spans of 30 µs in the first minute, 10 µs of it on CPU: 8 and 22 µs wall,
+	// 2 and 8 µs on CPU.
+	spans := state.SpanMinute{Minute: first, Span: "query", Count: 2, WallUs: 30, PartUs: [4]int64{10, 0, 20, 0}}
+	spans.WallHist[4], spans.WallHist[5] = 1, 1
+	spans.CPUHist[2], spans.CPUHist[4] = 1, 1
+	if err := w.WriteSpans(first, []state.SpanMinute{spans}); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -281,6 +332,7 @@ func TestRecipesOnExitedThreads(t *testing.T) {
 	window := strings.NewReplacer(
 		exampleDir, "'"+filepath.Join(dir, "threadcap_samples_*.csv*")+"'",
 		exampleTick, "'"+filepath.Join(dir, "threadcap_ticks_*.csv*")+"'",
+		exampleSpan, "'"+filepath.Join(dir, "threadcap_spans_*.csv*")+"'",
 		exampleFrom, "'"+first.Format("2006-01-02 15:04:05-07:00")+"'",
 		exampleTo, "'"+first.Add(time.Minute).Format("2006-01-02 15:04:05-07:00")+"'")
 	answers := map[string][]map[string]any{}
@@ -302,6 +354,23 @@ func TestRecipesOnExitedThreads(t *testing.T) {
 	if got := answers["5_cpu_starvation"]; len(got) != 2 {
 		t.Errorf("starvation %v, want both processes, the exited one with its CPU seconds", got)
 	}
+	// p50 is the first bucket holding half the spans: [8, 16) µs, 0.016 ms; p99 the next.
+	if got := answers["8_span_latency"]; len(got) != 1 || got[0]["spans"] != int64(2) || num(got[0]["wall_p50_ms"]) != 0.016 ||
+		num(got[0]["wall_p99_ms"]) != 0.032 || num(got[0]["cpu_p50_ms"]) != 0.004 || num(got[0]["on_cpu_share"]) != 0.33 {
+		t.Errorf("span latency %v, want 2 query spans, wall p50 0.016 ms and p99 0.032, on-CPU p50 0.004, a third on CPU", got)
+	}
+}
+
+// recipeSQL is the text of recipe name.
+func recipeSQL(t *testing.T, name string) string {
+	t.Helper()
+	for _, r := range recipes(t) {
+		if r.name == name {
+			return r.sql
+		}
+	}
+	t.Fatalf("no recipe %s", name)
+	return ""
 }
 
 // sleepSyscall is the syscall sleep(1) sleeps in: clock_nanosleep with glibc, nanosleep

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,6 +22,7 @@ import (
 	"github.com/threadcap/threadcap/test/daemontest"
 	"github.com/threadcap/threadcap/test/pgtest"
 	"github.com/threadcap/threadcap/test/privileged"
+	"github.com/threadcap/threadcap/test/workload"
 )
 
 // Queries the test runs, each by one psql -c: one query span each.
@@ -39,7 +39,7 @@ func TestSpans(t *testing.T) {
 	tmp := t.TempDir()
 	pgBin := pgtest.Private(t)
 	pg := pgtest.StartIn(t, pgBin)
-	work := spanwork(t, tmp)
+	work := workload.SpanWork(t)
 	bin, err := daemontest.Build(tmp)
 	if err != nil {
 		t.Fatal(err)
@@ -94,36 +94,10 @@ func TestSpans(t *testing.T) {
 
 func writeConfig(t *testing.T, path, dir, postgres, work string) {
 	t.Helper()
-	yaml := fmt.Sprintf(`dir: %s
-spans:
-  - preset: postgresql
-    binary: %s
-  - name: call
-    binary: %s
-    start: usdt threadcap:work__start
-    end: usdt threadcap:work__done
-    int_arg: 1
-    text_arg: 2
-  - name: work
-    binary: %s
-    start: entry tc_work
-    end: return tc_work
-`, dir, postgres, work, work)
+	yaml := fmt.Sprintf("dir: %s\n%s  - preset: postgresql\n    binary: %s\n", dir, workload.SpanWorkSpans(work), postgres)
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// spanwork builds test/workload/spanwork.c into dir.
-func spanwork(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "spanwork")
-	_, self, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(self), "..", "workload", "spanwork.c")
-	if out, err := exec.Command("cc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("building spanwork: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // records reads every hour file of kind in dir (the test's are all plain or gzip), as

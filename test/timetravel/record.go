@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,6 +47,9 @@ type Recording struct {
 	// account for: from the tick before From to the last tick before To, each at the
 	// moment the daemon read the threads for it.
 	SpinnerCPU time.Duration
+	// SpanCalls is how many calls spanwork made, each a span call with a span work inside
+	// (workload.SpanWorkSpans): 5 ms on CPU, then 10 ms asleep.
+	SpanCalls int
 }
 
 // Names of the workload processes.
@@ -82,7 +86,14 @@ func Record(t *testing.T) *Recording {
 		}
 	}
 
-	daemon := exec.Command(r.Bin, "run", "--hz", "10", "--all", "--dir", r.Dir, "--log-level", "warn",
+	// Spans of a program with its own USDT probes, run in the middle of the recording.
+	spanwork := workload.SpanWork(t)
+	config := filepath.Join(tmp, "threadcap.yaml")
+	if err := os.WriteFile(config, []byte(workload.SpanWorkSpans(spanwork)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.SpanCalls = 40
+	daemon := exec.Command(r.Bin, "run", "--config", config, "--hz", "10", "--all", "--dir", r.Dir, "--log-level", "warn",
 		"--pid", fmt.Sprintf("%d,%d,%d,%d", r.Spinner, r.Hog, r.Sleeper, r.VforkParent))
 	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
 	if err := daemon.Start(); err != nil {
@@ -100,7 +111,11 @@ func Record(t *testing.T) *Recording {
 
 	stopWatch := watch(r.Spinner, r.Dir)
 	started := time.Now()
-	time.Sleep(9 * time.Second)
+	time.Sleep(3 * time.Second)
+	if out, err := exec.Command(spanwork, strconv.Itoa(r.SpanCalls), "5", "10").CombinedOutput(); err != nil {
+		t.Fatalf("spanwork: %v\n%s", err, out)
+	}
+	time.Sleep(9*time.Second - time.Since(started))
 	if err := daemon.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

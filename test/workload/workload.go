@@ -133,6 +133,38 @@ func VforkParent(t testing.TB, d time.Duration) *os.Process {
 	return cmd.Process
 }
 
+// SpanWork builds spanwork.c: a program whose tc_work spins then sleeps, called between
+// its own USDT probes threadcap:work__start (call number, label) and threadcap:work__done.
+// Run it as: spanwork CALLS SPIN_MS SLEEP_MS. It needs a C compiler (cc).
+func SpanWork(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "spanwork")
+	_, self, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(self), "spanwork.c")
+	if out, err := exec.Command("cc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("building spanwork: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// SpanWorkSpans is the spans section of a config for spanwork at bin: span call (its USDT
+// probes, with the call number and label) and, inside it, span work (tc_work's entry to
+// its return).
+func SpanWorkSpans(bin string) string {
+	return fmt.Sprintf(`spans:
+  - name: call
+    binary: %s
+    start: usdt threadcap:work__start
+    end: usdt threadcap:work__done
+    int_arg: 1
+    text_arg: 2
+  - name: work
+    binary: %s
+    start: entry tc_work
+    end: return tc_work
+`, bin, bin)
+}
+
 // Burster runs on CPU for burst, then sleeps, once every period.
 func Burster(t testing.TB, burst, period time.Duration) *Thread {
 	return start(t, func(stop <-chan struct{}) {

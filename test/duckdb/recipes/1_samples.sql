@@ -12,7 +12,8 @@ SELECT * FROM read_csv('data/threadcap_samples_*.csv*', header = true, columns =
     'involuntary_switches': 'BIGINT', 'exe': 'VARCHAR', 'seeded': 'BOOLEAN',
     'wchan': 'VARCHAR', 'cgroup': 'VARCHAR', 'fd_target': 'VARCHAR',
     'kernel_stack': 'VARCHAR', 'user_stack': 'VARCHAR', 'io_dev': 'VARCHAR',
-    'io_op': 'VARCHAR', 'io_bytes': 'BIGINT', 'io_us': 'BIGINT', 'io_queue_us': 'BIGINT'});
+    'io_op': 'VARCHAR', 'io_bytes': 'BIGINT', 'io_us': 'BIGINT', 'io_queue_us': 'BIGINT',
+    'span': 'VARCHAR', 'span_us': 'BIGINT', 'span_arg': 'VARCHAR', 'cmdline': 'VARCHAR'});
 
 -- The time of every tick threadcap took, whether any thread had a row at it or not: what
 -- averages per tick divide by.
