@@ -33,6 +33,9 @@ type reportConfig struct {
 	Format string
 	// Folded prints folded stacks instead of a breakdown.
 	Folded bool
+	// Latency prints, per span, percentiles and the split of wall time, from the spans
+	// files, instead of a breakdown.
+	Latency bool
 	// Readers is who may read the files: the config file and its output.group, for the
 	// advice when they cannot be read.
 	Readers readers
@@ -83,6 +86,7 @@ func parseReportFlags(args []string, now time.Time, usage io.Writer) (reportConf
 	fs.IntVar(&cfg.Query.Top, "top", cfg.Query.Top, "groups to list (0: all)")
 	fs.StringVar(&timeline, "timeline", "", "minute or second: active threads per minute or second by state, instead of groups")
 	fs.StringVar(&format, "format", report.FormatTable, "table, csv or json")
+	fs.BoolVar(&cfg.Latency, "latency", false, "per span (spans in the config): count, p50/p90/p99 of wall and on-CPU time, and the average split of wall time")
 	fs.BoolVar(&cfg.Folded, "folded", false, "folded stacks of the rows that have one (process;user frames;kernel frames count), for flame graph tools")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -106,8 +110,8 @@ func parseReportFlags(args []string, now time.Time, usage io.Writer) (reportConf
 	if cfg.Format, err = report.ParseFormat(format); err != nil {
 		errs = append(errs, err)
 	}
-	if cfg.Folded && timeline != "" {
-		errs = append(errs, errors.New("--folded and --timeline ask for different reports; give one"))
+	if n := countTrue(cfg.Folded, timeline != "", cfg.Latency); n > 1 {
+		errs = append(errs, errors.New("--folded, --timeline and --latency ask for different reports; give one"))
 	}
 	if len(errs) == 0 {
 		errs = append(errs, cfg.Query.Validate())
@@ -120,6 +124,16 @@ func parseReportFlags(args []string, now time.Time, usage io.Writer) (reportConf
 	}
 	cfg.Readers = readers{ConfigPath: opts.Path, Group: file.Output.Group}
 	return cfg, errors.Join(errs...)
+}
+
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // defaultReportDir is ./data when it holds hour files, or when it cannot be read: then the
@@ -135,6 +149,13 @@ func defaultReportDir() string {
 // runReport reads the files and writes the report to out. It needs no privilege beyond
 // reading the files.
 func runReport(cfg reportConfig, out io.Writer) error {
+	if cfg.Latency {
+		spans, err := report.Latency(cfg.Dir, cfg.Query.Window)
+		if err != nil {
+			return cfg.Readers.explain(err)
+		}
+		return report.RenderLatency(out, spans, cfg.Query.Window, cfg.Format)
+	}
 	if cfg.Folded {
 		stacks, _, err := report.Folded(cfg.Dir, cfg.Query)
 		if err != nil {

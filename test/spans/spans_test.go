@@ -90,6 +90,32 @@ func TestSpans(t *testing.T) {
 
 	checkSpansFile(t, dir)
 	checkRows(t, dir)
+	checkLatencyReport(t, bin, dir)
+}
+
+// checkLatencyReport: threadcap report --latency over the run has every span, with the
+// counts of the spans file and spanwork's 5 ms on CPU in the 4-8 ms bucket.
+func checkLatencyReport(t *testing.T, bin, dir string) {
+	t.Helper()
+	out, err := exec.Command(bin, "report", "--config", "", "--dir", dir, "--last", "1h", "--latency", "--format", "csv").Output()
+	if err != nil {
+		t.Fatalf("threadcap report --latency: %v", err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(string(out))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("threadcap report --latency:\n%s", out)
+	got := map[string][]string{}
+	for _, r := range rows[1:] {
+		got[r[0]] = r
+	}
+	if r := got["query"]; r == nil || r[1] != strconv.Itoa(2+quickRuns) {
+		t.Errorf("latency view's query row %v, want %d spans", r, 2+quickRuns)
+	}
+	if r := got["work"]; r == nil || r[1] != strconv.Itoa(calls) || r[6] != "8.192" {
+		t.Errorf("latency view's work row %v, want %d spans, on-CPU p50 8.192 ms", r, calls)
+	}
 }
 
 func writeConfig(t *testing.T, path, dir, postgres, work string) {
