@@ -186,6 +186,7 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 	if c, cerr := tracker.Counters(); cerr == nil {
 		lostStacks, unseen = c.LostStacks, c.UnseenSwitches
 	}
+	spanLosses, _ := tracker.SpanCounters()
 	// Closed here rather than by the deferred calls (which then do nothing), to log how
 	// long each step of stopping took.
 	began := time.Now()
@@ -201,7 +202,9 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 		"written_rows": writer.WrittenRows(), "dropped_rows": writer.DroppedRows(),
 		fieldLostStacks: lostStacks, fieldStackRows: st.StackRows, fieldStacklessRows: st.StacklessRows,
 		"unseen_switches": unseen, "torn_reads": tracker.TornReads(),
-		"detach_ms": detached.Sub(began).Milliseconds(), "flush_ms": time.Since(detached).Milliseconds(),
+		"span_starts_lost": spanLosses.NoRecord + spanLosses.NoRoom, "span_ends_missed": spanLosses.MissedEnds,
+		"span_ends_unmatched": spanLosses.Unmatched,
+		"detach_ms":           detached.Sub(began).Milliseconds(), "flush_ms": time.Since(detached).Milliseconds(),
 	}).Info("stopped")
 	return err
 }
