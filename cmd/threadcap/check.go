@@ -132,6 +132,9 @@ func checkLoad(cfg *config.Config) checkResult {
 		return r
 	}
 	r.detail = fmt.Sprintf("loaded and attached (syscalls %s, stacks %s, capacity %d)", cfg.Syscalls, cfg.Stacks.Kernel, t.Capacity())
+	if len(probes) > 0 {
+		r.detail += fmt.Sprintf(", and %d span probe sites", len(probes))
+	}
 	if err := t.Close(); err != nil {
 		r.detail, r.fix = "detaching failed: "+err.Error(), "report it with uname -r"
 	}
