@@ -26,6 +26,7 @@ func TestSpansMistakes(t *testing.T) {
   - preset: mysql
   - preset: postgresql
     name: query
+  - preset: postgresql
 `)
 	if !isUsage(err) {
 		t.Fatalf("err %v, want a usage error", err)
@@ -37,6 +38,7 @@ func TestSpansMistakes(t *testing.T) {
 		`spans[1].text_arg: 13 is not an argument`,
 		`spans[2].preset: no preset "mysql"`,
 		`spans[3]: a preset takes only binary`,
+		`spans[4].preset: postgresql has a span query already configured`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v\nlacks %q", err, want)
@@ -63,7 +65,7 @@ func TestSpanProbesNamesWhatIsMissing(t *testing.T) {
 	if len(bins) == 0 {
 		t.Skip("PostgreSQL is not installed")
 	}
-	cfg, err = load(t, "spans:\n  - preset: postgresql\n")
+	cfg, err = load(t, "spans:\n  - preset: postgresql\n  - preset: postgresql_buffers\n")
 	if err != nil {
 		t.Fatal(err)
 	}

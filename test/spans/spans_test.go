@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Package spans runs the daemon with spans over a real PostgreSQL (the postgresql preset)
+// Package spans runs the daemon with spans over a real PostgreSQL (the postgresql presets)
 // and a program with its own USDT probes and a function to probe, and checks the rows and
 // the spans file it wrote.
 package spans
@@ -120,7 +120,8 @@ func checkLatencyReport(t *testing.T, bin, dir string) {
 
 func writeConfig(t *testing.T, path, dir, postgres, work string) {
 	t.Helper()
-	yaml := fmt.Sprintf("dir: %s\n%s  - preset: postgresql\n    binary: %s\n", dir, workload.SpanWorkSpans(work), postgres)
+	yaml := fmt.Sprintf("dir: %s\n%s  - preset: postgresql\n    binary: %s\n  - preset: postgresql_buffers\n    binary: %s\n",
+		dir, workload.SpanWorkSpans(work), postgres, postgres)
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -203,6 +204,9 @@ func checkSpansFile(t *testing.T, dir string) {
 	}
 	if want := int64(2 + quickRuns); count["query"] != want {
 		t.Errorf("%d query spans, want %d: one per statement run", count["query"], want)
+	}
+	if count["buffer_read"] == 0 {
+		t.Errorf("%d buffer_read spans, want some: every query reads buffers", count["buffer_read"])
 	}
 	if count["call"] != calls || count["work"] != calls {
 		t.Errorf("%d call and %d work spans, want %d of each", count["call"], count["work"], calls)
