@@ -4,6 +4,7 @@ package bpf
 
 import (
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -161,4 +162,39 @@ func TestOpenSpansAndExitInside(t *testing.T) {
 		}
 	}
 	t.Error("the killed thread's open spans are still there")
+}
+
+// TestSpansUnderCPUStarvation: with more spinners than CPUs beside it, a call waits for a
+// CPU too; its parts still add up to its wall time exactly, the spin still counts as on
+// CPU, and the wait shows as runnable.
+func TestSpansUnderCPUStarvation(t *testing.T) {
+	privileged.Require(t)
+	bin := workload.SpanWork(t)
+	tr := openTracker(t, Config{Spans: spanworkProbes(t, bin)})
+	for range runtime.NumCPU() + 1 {
+		workload.Spinner(t)
+	}
+	const calls = 20
+	if out, err := exec.Command(bin, strconv.Itoa(calls), "5", "10").CombinedOutput(); err != nil {
+		t.Fatalf("spanwork: %v\n%s", err, out)
+	}
+	stats, err := tr.SpanStats(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, s := range stats {
+		var sum uint64
+		for _, p := range s.PartNs {
+			sum += p
+		}
+		onCPU, runnable := float64(s.PartNs[0])/calls/1e6, float64(s.PartNs[1])/calls/1e6
+		t.Logf("span %d: %.2f ms wall, %.2f on CPU, %.2f runnable, %.2f sleeping per call", id,
+			float64(s.WallNs)/calls/1e6, onCPU, runnable, float64(s.PartNs[2])/calls/1e6)
+		if s.Count != calls || sum != s.WallNs {
+			t.Errorf("span %d: %d spans, parts %v adding up to %d ns of %d", id, s.Count, s.PartNs, sum, s.WallNs)
+		}
+		if onCPU < 4.75 || onCPU > 6.5 || runnable < 1 {
+			t.Errorf("span %d: %.2f ms on CPU and %.2f runnable per call, want about 5 and at least 1", id, onCPU, runnable)
+		}
+	}
 }
