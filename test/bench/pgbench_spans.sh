@@ -1,0 +1,64 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# What the postgresql span presets cost PostgreSQL: pgbench's TPS with no tracer (none),
+# with threadcap without spans (nospans), with threadcap and `spans: [{preset:
+# postgresql}]` (preset), and with postgresql_buffers too (buffers: buffer_read's probes
+# fire at every buffer access, hits included), interleaved in every round (the order
+# rotates), on a throwaway cluster in a temp dir. Needs root and PostgreSQL (make
+# install-postgres). Prints one line per run and, per configuration, the median TPS and
+# the median of its per-round ratios to nospans, with their range.
+#
+#   go build -o .bench/threadcap ./cmd/threadcap
+#   sudo ROUNDS=5 SECONDS_EACH=20 test/bench/pgbench_spans.sh .bench/threadcap
+set -eu
+tc=$(realpath "${1:?usage: $0 THREADCAP_BINARY}")
+rounds=${ROUNDS:-5}
+secs=${SECONDS_EACH:-20}
+bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+tmp=$(mktemp -d /tmp/threadcap-pgbench-XXXXXX)
+chown postgres "$tmp"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+daemon=
+stop() {
+	[ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
+	runuser -u postgres -- "$bin/pg_ctl" -D "$tmp/data" -m immediate -w stop >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+}
+trap stop EXIT INT TERM
+runuser -u postgres -- "$bin/initdb" -D "$tmp/data" -U postgres -A trust --no-sync >/dev/null
+runuser -u postgres -- "$bin/pg_ctl" -D "$tmp/data" -l "$tmp/log" -w \
+	-o "-p $port -k $tmp -c listen_addresses=127.0.0.1" start >/dev/null
+pgb() { "$bin/pgbench" -h 127.0.0.1 -p "$port" -U postgres "$@" postgres; }
+pgb -i -q -s 10 >/dev/null 2>&1
+printf 'dir: %s/preset\nspans:\n  - preset: postgresql\n' "$tmp" >"$tmp/preset.yaml"
+printf 'dir: %s/buffers\nspans:\n  - preset: postgresql\n  - preset: postgresql_buffers\n' "$tmp" >"$tmp/buffers.yaml"
+
+run() { # $1: none, nospans, preset or buffers; prints the TPS
+	case $1 in
+	nospans) "$tc" run --config "" --dir "$tmp/nospans" --log-level warn & daemon=$! ;;
+	preset | buffers) "$tc" run --config "$tmp/$1.yaml" --log-level warn & daemon=$! ;;
+	esac
+	sleep 3
+	if [ -n "$daemon" ] && ! kill -0 "$daemon" 2>/dev/null; then
+		echo "threadcap run ($1) exited before the measurement" >&2
+		exit 1
+	fi
+	pgb -n -c 4 -j 2 -T "$secs" 2>/dev/null | awk '/^tps/ { print $3; exit }'
+	if [ -n "$daemon" ]; then kill "$daemon"; wait "$daemon" || true; daemon=; fi
+}
+
+set -- none nospans preset buffers
+for r in $(seq 1 "$rounds"); do
+	for c in "$@"; do
+		echo "$r $c $(run "$c")"
+	done
+	set -- "$2" "$3" "$4" "$1" # rotate the order
+done | tee "$tmp/results"
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+for c in none nospans preset buffers; do
+	tps=$(awk -v c="$c" '$2 == c { print $3 }' "$tmp/results" | median)
+	ratios=$(awk -v c="$c" '$2 == "nospans" { base[$1] = $3 } $2 == c { tps[$1] = $3 }
+		END { for (r in tps) if (base[r] > 0) printf "%.3f\n", tps[r] / base[r] }' "$tmp/results" | sort -n)
+	echo "$c: median $tps TPS; vs nospans $(echo "$ratios" | median) (range $(echo "$ratios" | head -1)-$(echo "$ratios" | tail -1))"
+done
