@@ -31,7 +31,8 @@ const (
 	cpuQuery   = "SELECT count(*) FROM generate_series(1, 4000000) a, generate_series(1, 1) b"
 	quickQuery = "SELECT 1"
 	quickRuns  = 20
-	calls      = 30 // spanwork's calls
+	pgbenchTx  = 200 // transactions per pgbench client, of 2
+	calls      = 30  // spanwork's calls
 )
 
 func TestSpans(t *testing.T) {
@@ -39,6 +40,9 @@ func TestSpans(t *testing.T) {
 	tmp := t.TempDir()
 	pgBin := pgtest.Private(t)
 	pg := pgtest.StartIn(t, pgBin)
+	if out, err := pg.Pgbench("-i", "-q", "-s", "1").CombinedOutput(); err != nil {
+		t.Fatalf("pgbench -i: %v\n%s", err, out)
+	}
 	work := workload.SpanWork(t)
 	bin, err := daemontest.Build(tmp)
 	if err != nil {
@@ -73,6 +77,11 @@ func TestSpans(t *testing.T) {
 		}
 	}
 	psql(sleepQuery)
+	// TPC-B: seven statements a transaction, each a query span, besides pgbench's own
+	// few (it asks the scale, and so on).
+	if out, err := pg.Pgbench("-n", "-c", "2", "-t", strconv.Itoa(pgbenchTx)).CombinedOutput(); err != nil {
+		t.Fatalf("pgbench: %v\n%s", err, out)
+	}
 	psql(cpuQuery)
 	for range quickRuns {
 		psql(quickQuery)
@@ -88,14 +97,14 @@ func TestSpans(t *testing.T) {
 	}
 	stopped = true
 
-	checkSpansFile(t, dir)
+	queries := checkSpansFile(t, dir)
 	checkRows(t, dir)
-	checkLatencyReport(t, bin, dir)
+	checkLatencyReport(t, bin, dir, queries)
 }
 
 // checkLatencyReport: threadcap report --latency over the run has every span, with the
 // counts of the spans file and spanwork's 5 ms on CPU in the 4-8 ms bucket.
-func checkLatencyReport(t *testing.T, bin, dir string) {
+func checkLatencyReport(t *testing.T, bin, dir string, queries int64) {
 	t.Helper()
 	out, err := exec.Command(bin, "report", "--config", "", "--dir", dir, "--last", "1h", "--latency", "--format", "csv").Output()
 	if err != nil {
@@ -110,8 +119,8 @@ func checkLatencyReport(t *testing.T, bin, dir string) {
 	for _, r := range rows[1:] {
 		got[r[0]] = r
 	}
-	if r := got["query"]; r == nil || r[1] != strconv.Itoa(2+quickRuns) {
-		t.Errorf("latency view's query row %v, want %d spans", r, 2+quickRuns)
+	if r := got["query"]; r == nil || r[1] != strconv.Itoa(int(queries)) {
+		t.Errorf("latency view's query row %v, want the spans file's %d spans", r, queries)
 	}
 	if r := got["work"]; r == nil || r[1] != strconv.Itoa(calls) || r[6] != "8.192" {
 		t.Errorf("latency view's work row %v, want %d spans, on-CPU p50 8.192 ms", r, calls)
@@ -171,7 +180,7 @@ func atoi(t *testing.T, s string) int64 {
 
 // checkSpansFile: each span's count is what ran (the queries, spanwork's calls); every
 // row's parts add up to its wall time exactly, and its histograms hold its count.
-func checkSpansFile(t *testing.T, dir string) {
+func checkSpansFile(t *testing.T, dir string) (queries int64) {
 	t.Helper()
 	rows := records(t, dir, hourfile.Spans)
 	if len(rows) == 0 || len(rows[0]) != len(output.SpanColumns) {
@@ -202,8 +211,9 @@ func checkSpansFile(t *testing.T, dir string) {
 			}
 		}
 	}
-	if want := int64(2 + quickRuns); count["query"] != want {
-		t.Errorf("%d query spans, want %d: one per statement run", count["query"], want)
+	// psql's are exact; pgbench's 7 a transaction within 1% (it runs a few of its own).
+	if want := int64(2 + quickRuns + 2*pgbenchTx*7); count["query"] < want || float64(count["query"]) > 1.01*float64(want) {
+		t.Errorf("%d query spans, want %d (within 1%%): one per statement run", count["query"], want)
 	}
 	if count["buffer_read"] == 0 {
 		t.Errorf("%d buffer_read spans, want some: every query reads buffers", count["buffer_read"])
@@ -222,6 +232,7 @@ func checkSpansFile(t *testing.T, dir string) {
 	if p := parts["query"]; p[2] < 600_000 || p[0] < 100_000 {
 		t.Errorf("query spans: %d µs asleep and %d µs on CPU, want at least 600 ms asleep and 100 ms on CPU", p[2], p[0])
 	}
+	return count["query"]
 }
 
 // checkRows: rows of the backend running a query show span query, the query text and the
