@@ -76,6 +76,11 @@ func readParquet(t testing.TB, path string) ([]string, []map[string]any) {
 }
 
 func TestParquetSchemaFollowsTheCSVSchema(t *testing.T) {
+	for _, kind := range hourfile.Kinds() {
+		if len(KindColumns[kind]) == 0 {
+			t.Errorf("%s files have no columns in KindColumns: their Parquet would hold only the host", kind)
+		}
+	}
 	for kind, columns := range KindColumns {
 		fields := parquetSchema(kind).Fields()
 		want := []string{HostColumn}

@@ -91,6 +91,7 @@ var KindColumns = map[hourfile.Kind][]Column{
 	hourfile.Stacks:  StackColumns,
 	hourfile.Ticks:   TickColumns,
 	hourfile.Spans:   SpanColumns,
+	hourfile.IO:      IOColumns,
 }
 
 // headerOf is the first line of a file of columns, newline included.
