@@ -69,7 +69,7 @@ const BTFPath = "/sys/kernel/btf/vmlinux"
 
 // ErrNoBTF means the kernel has no BTF, without which tp_btf programs cannot load.
 var ErrNoBTF = errors.New("kernel BTF not found at " + BTFPath +
-	": threadcap needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.15 or newer)")
+	": threadcap needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (" + MinKernel + " or newer)")
 
 // Tracker owns threadcap's kernel side: the loaded objects, the attached links and the
 // memory-mapped records.
@@ -100,6 +100,13 @@ func Open(cfg Config) (t *Tracker, err error) {
 	}
 	if _, err := os.Stat(BTFPath); err != nil {
 		return nil, ErrNoBTF
+	}
+	missing, err := Missing(cfg.Syscalls)
+	if err != nil {
+		return nil, err
+	}
+	if required := Required(missing); len(required) > 0 {
+		return nil, missingError(required)
 	}
 	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK; newer ones ignore it.
 	if err := rlimit.RemoveMemlock(); err != nil {

@@ -16,11 +16,6 @@ import (
 	"github.com/threadcap/threadcap/configs/config"
 )
 
-// minKernel is the oldest kernel threadcap supports: tp_btf programs with task storage,
-// CAP_BPF and CAP_PERFMON, memory-mapped arrays.
-var minKernel = [2]int{5, 15}
-
-// checkResult is one line of `threadcap check`: fix is empty when it passed.
 type checkResult struct {
 	name, detail, fix string
 }
@@ -41,7 +36,9 @@ func checkCommand(args []string) int {
 }
 
 func runChecks(cfg *config.Config) []checkResult {
-	return []checkResult{checkKernel(), checkBTF(), checkCaps(), checkLoad(cfg), checkDir(cfg.Dir), checkSpace(cfg)}
+	missing, err := bpf.Missing(cfg.Tracker().Syscalls)
+	return []checkResult{checkKernel(missing, err), checkBTF(), checkFeatures(missing, err), checkCaps(),
+		checkLoad(cfg), checkDir(cfg.Dir), checkSpace(cfg)}
 }
 
 // printChecks writes one line per check and reports whether all passed.
@@ -58,7 +55,9 @@ func printChecks(w io.Writer, results []checkResult) bool {
 	return ok
 }
 
-func checkKernel() checkResult {
+// checkKernel fails a release older than bpf.MinKernel only when the features line finds
+// something required missing: distribution kernels backport features.
+func checkKernel(missing []bpf.Feature, featuresErr error) checkResult {
 	r := checkResult{name: "kernel"}
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {
@@ -66,14 +65,44 @@ func checkKernel() checkResult {
 		return r
 	}
 	release := unix.ByteSliceToString(uts.Release[:])
-	var major, minor int
+	r.detail = fmt.Sprintf("%s (%s or newer has every feature threadcap uses)", release, bpf.MinKernel)
+	if older(release, bpf.MinKernel) {
+		if featuresErr != nil || len(bpf.Required(missing)) > 0 {
+			r.fix = "upgrade to Linux " + bpf.MinKernel + " or newer"
+		} else {
+			r.detail = fmt.Sprintf("%s (older than %s, but has every feature threadcap needs)", release, bpf.MinKernel)
+		}
+	}
+	return r
+}
+
+// older reports whether release is older than the major.minor version oldest; a release that
+// cannot be read counts as older.
+func older(release, oldest string) bool {
+	var major, minor, minMajor, minMinor int
+	fmt.Sscanf(oldest, "%d.%d", &minMajor, &minMinor)
 	if _, err := fmt.Sscanf(release, "%d.%d", &major, &minor); err != nil {
-		r.detail, r.fix = fmt.Sprintf("cannot read version %q", release), fmt.Sprintf("use Linux %d.%d or newer", minKernel[0], minKernel[1])
+		return true
+	}
+	return major < minMajor || major == minMajor && minor < minMinor
+}
+
+// checkFeatures names what the kernel lacks, with the release that brought it; a missing
+// feature threadcap can do without passes, saying what is lost.
+func checkFeatures(missing []bpf.Feature, err error) checkResult {
+	r := checkResult{name: "features"}
+	if err != nil {
+		r.detail, r.fix = err.Error(), "see the BTF line above"
 		return r
 	}
-	r.detail = fmt.Sprintf("%s (%d.%d or newer needed)", release, minKernel[0], minKernel[1])
-	if major < minKernel[0] || major == minKernel[0] && minor < minKernel[1] {
-		r.fix = fmt.Sprintf("upgrade to Linux %d.%d or newer", minKernel[0], minKernel[1])
+	if required := bpf.Required(missing); len(required) > 0 {
+		r.detail = "missing " + bpf.Describe(required)
+		r.fix = "upgrade to Linux " + bpf.MinKernel + " or newer"
+		return r
+	}
+	r.detail = "every feature threadcap needs"
+	for _, f := range missing {
+		r.detail += fmt.Sprintf("; without %s (Linux %s), %s", f.Name, f.Since, f.Without)
 	}
 	return r
 }

@@ -125,6 +125,11 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 	}
 	// Closed before the writer: nothing is attached while the last file is flushed.
 	defer func() { err = errors.Join(err, tracker.Close()) }()
+	// Open refused a kernel without what is required: what is left is done without.
+	missing, _ := bpf.Missing(cfg.Tracker().Syscalls)
+	for _, f := range missing {
+		log.WithFields(logrus.Fields{"feature": f.Name, "since": "Linux " + f.Since}).Warn("kernel lacks a feature: " + f.Without)
+	}
 
 	observer, registry := newMetrics(metricsServer, &cfg, tracker, writer, shipper)
 	var io sampler.IOSource

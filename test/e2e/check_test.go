@@ -29,7 +29,7 @@ func asNobody(cmd *exec.Cmd, caps ...uintptr) *exec.Cmd {
 }
 
 // checkLine is one check's result line; a fix line follows each FAIL line.
-var checkLine = regexp.MustCompile(`(?m)^(OK|FAIL)\s+(kernel|BTF|capabilities|bpf programs|data dir|free space)\s`)
+var checkLine = regexp.MustCompile(`(?m)^(OK|FAIL)\s+(kernel|BTF|features|capabilities|bpf programs|data dir|free space)\s`)
 
 func checkResults(t *testing.T, out string) map[string]string {
 	t.Helper()
@@ -37,8 +37,8 @@ func checkResults(t *testing.T, out string) map[string]string {
 	for _, m := range checkLine.FindAllStringSubmatch(out, -1) {
 		results[m[2]] = m[1]
 	}
-	if len(results) != 6 {
-		t.Errorf("%d check lines, want 6:\n%s", len(results), out)
+	if len(results) != 7 {
+		t.Errorf("%d check lines, want 7:\n%s", len(results), out)
 	}
 	return results
 }
