@@ -118,15 +118,23 @@ func PipeReader(t testing.TB) (*Thread, int) {
 	return th, fds[0]
 }
 
+// VforkParentEnv names a vfork_parent built beforehand, for test binaries run where there
+// is no compiler (the kernel matrix's guests).
+const VforkParentEnv = "THREADCAP_VFORK_PARENT"
+
 // VforkParent starts a process whose main thread waits in vfork (uninterruptible) while
-// its child sleeps for d. It needs a C compiler (cc), as vfork cannot be used from Go.
+// its child sleeps for d. It needs a C compiler (cc), as vfork cannot be used from Go,
+// unless VforkParentEnv names the built program.
 func VforkParent(t testing.TB, d time.Duration) *os.Process {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "vfork_parent")
-	_, self, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(self), "vfork_parent.c")
-	if out, err := exec.Command("cc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("building the vfork workload: %v\n%s", err, out)
+	bin := os.Getenv(VforkParentEnv)
+	if bin == "" {
+		bin = filepath.Join(t.TempDir(), "vfork_parent")
+		_, self, _, _ := runtime.Caller(0)
+		src := filepath.Join(filepath.Dir(self), "vfork_parent.c")
+		if out, err := exec.Command("cc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
+			t.Fatalf("building the vfork workload: %v\n%s", err, out)
+		}
 	}
 	cmd := exec.Command(bin, strconv.Itoa(int(d/time.Second)))
 	Process(t, cmd)
