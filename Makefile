@@ -8,7 +8,7 @@ GO ?= go
 CLANG ?= clang-19
 STRIP ?= llvm-strip-19
 
-.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang install-postgres install-prometheus install-s3 install-blocktools vendor-headers bench test-kernels install-qemu
+.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang install-postgres install-prometheus install-s3 install-blocktools vendor-headers bench test-kernels install-qemu test-systemd install-nspawn
 
 # -buildvcs=auto: the commit goes into the binary for `threadcap version` even where the
 # environment sets GOFLAGS=-buildvcs=false, and a tree without .git still builds.
@@ -17,7 +17,7 @@ build:
 
 # Everything CI runs. Privileged tests load BPF programs and need root (under CI=true they
 # fail rather than skip). Packages run one at a time (-p 1): their spinners measure CPU shares.
-test: lint check-generated verify-unit install-postgres install-prometheus install-s3 install-blocktools test-kernels
+test: lint check-generated verify-unit install-postgres install-prometheus install-s3 install-blocktools test-kernels test-systemd
 	$(GO) test -race -p 1 -count=1 ./...
 	cd test/duckdb && $(GO) test -count=1 ./...
 	$(MAKE) fuzz
@@ -33,6 +33,17 @@ install-qemu:
 	@command -v qemu-system-x86_64 >/dev/null && dpkg -s busybox-static >/dev/null 2>&1 && command -v cpio >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 			qemu-system-x86 busybox-static cpio >/dev/null)
+
+# The unit under a real systemd (test/systemd/run.sh): a debootstrapped Debian root, made
+# once into /var/cache/threadcap-test, booted with systemd-nspawn on this kernel, with
+# threadcap installed by install-files and driven with systemctl. About 10 s once cached.
+test-systemd: install-nspawn
+	test/systemd/run.sh
+
+install-nspawn:
+	@command -v systemd-nspawn >/dev/null && command -v debootstrap >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			systemd-container debootstrap >/dev/null)
 
 # Runs every fuzz target for FUZZTIME. go test -fuzz takes one target of one package at a
 # time, so the targets are found by package: a new func FuzzX in any _test.go is included.

@@ -16,12 +16,8 @@ cache=${KERNEL_CACHE:-/var/cache/threadcap-test/kernels}
 build=${KERNEL_BUILD:-$PWD/.kernels}
 mkdir -p "$cache" "$build"
 
-mirror=${MIRROR:-$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -n1 || true)}
-if [ -z "$mirror" ]; then
-	mirror=$(awk '$1 == "deb" && !/security/ { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; exit } }' \
-		/etc/apt/sources.list 2>/dev/null || true)
-fi
-[ -n "$mirror" ] || { echo "no Debian mirror in apt's sources: set MIRROR" >&2; exit 1; }
+. test/debian.sh
+mirror=$(debian_mirror)
 
 # What runs in the guest: static binaries, as the initramfs has no libraries.
 root=$build/initramfs
