@@ -210,7 +210,8 @@ func explain(err error) error {
 	}
 	if errors.Is(err, os.ErrPermission) {
 		return fmt.Errorf("%w: run threadcap as root, or grant it CAP_BPF and CAP_PERFMON "+
-			"(see deploy/threadcap.service)", err)
+			"(see deploy/threadcap.service); where it has them, a seccomp filter refuses bpf(2), "+
+			"as a container's does unless told (systemd-nspawn --system-call-filter=bpf)", err)
 	}
 	return err
 }

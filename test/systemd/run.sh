@@ -51,6 +51,16 @@ UNIT
 ln -s /etc/systemd/system/threadcap-systemd-test.service \
 	"$root/etc/systemd/system/multi-user.target.wants/threadcap-systemd-test.service"
 
+# Without --system-call-filter=bpf, nspawn's seccomp filter refuses bpf(2) with EPERM even
+# to root: check must say where to look.
+out=$(systemd-nspawn --quiet --directory="$root" --register=no --keep-unit --capability=CAP_BPF,CAP_PERFMON \
+	/usr/local/bin/threadcap check --config "" --dir /tmp/data </dev/null 2>&1 || true)
+if ! grep -q 'FAIL  bpf programs .*a seccomp filter refuses bpf(2)' <<<"$out"; then
+	echo "$out"
+	echo "test-systemd: FAIL: check in a container that refuses bpf(2) does not point at seccomp" >&2
+	exit 1
+fi
+
 # --keep-unit and --register=no: no systemd runs this machine to ask for a scope. nspawn's
 # own seccomp filter fails bpf(2) with EPERM unless it is allowed, and of the capabilities
 # the unit grants it drops CAP_BPF and CAP_PERFMON unless they are added.
