@@ -24,7 +24,7 @@ test: lint check-generated verify-unit install-postgres install-prometheus insta
 
 # The kernel matrix (test/kernels/run.sh): each suite's Debian kernel booted under qemu's
 # emulation, fetched once into KERNEL_CACHE and never installed. bullseye's 5.10 is older
-# than the minimum: it passes when threadcap refuses it, naming what it lacks. About 90 s.
+# than the minimum: it passes when threadcap refuses it, naming what it lacks. About 2 min.
 KERNELS ?= bullseye:refused bookworm:supported trixie:supported
 test-kernels: install-qemu
 	test/kernels/run.sh $(KERNELS)

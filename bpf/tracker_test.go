@@ -3,7 +3,9 @@
 package bpf
 
 import (
+	"os"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,6 +84,41 @@ func TestSpinnerOnCPUMatchesSchedstat(t *testing.T) {
 			// for real, however loaded the machine (a share of wall would depend on load).
 			if want < float64(50*time.Millisecond) {
 				t.Errorf("the spinner ran only %.0f ns of %.0f ns: nothing to compare", want, wall)
+			}
+		})
+	}
+}
+
+// kernelMatrix is set in the kernel matrix's guests (test/kernels/guest-init).
+const kernelMatrix = "THREADCAP_KERNEL_MATRIX"
+
+// A stopped spinner's on-CPU time stands still in its record and in schedstat alike, so the
+// two must agree however late either is read: under emulation a running thread's
+// schedstat can lag by the host's time slice, so the kernel matrix checks this instead.
+func TestStoppedSpinnerMatchesSchedstat(t *testing.T) {
+	if os.Getenv(kernelMatrix) == "" {
+		// Here the record of a thread that contends with the VM's agent exceeded schedstat
+		// by 3-5% at times: switches to and from the agent reach no event, and their
+		// repair (see unseen_switch_out in threadcap.bpf.c) is an estimate.
+		t.Skip("runs in the kernel matrix (make test-kernels), whose kernels see every switch")
+	}
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			tr := openTracker(t, Config{Syscalls: mode})
+			pid := workload.SpinnerProcess(t)
+			time.Sleep(time.Second)
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			th := find(t, tr, pid, func(th *state.Thread) bool { return th.State == state.Stopped })
+			cpu, _ := workload.Schedstat(t, pid)
+			got, want := float64(th.TimesAt(Now())[state.OnCPU]), float64(cpu)
+			t.Logf("on CPU until stopped: record %.0f ns, schedstat %.0f ns", got, want)
+			if !within(got, want, 0.02) {
+				t.Errorf("record says %.0f ns on CPU, schedstat %.0f ns: more than 2%% apart", got, want)
+			}
+			if want < float64(50*time.Millisecond) {
+				t.Errorf("the spinner ran only %.0f ns: nothing to compare", want)
 			}
 		})
 	}
