@@ -56,12 +56,16 @@ if [ "$pid" != 0 ]; then
 	links=$(ls -l /proc/"$pid"/fd | grep -c 'anon_inode:bpf_link' || true)
 	[ "$links" -gt 0 ] && ok "$links programs attached when start returns" || fail "no program attached when start returns"
 fi
-rows() { cat "$data"/threadcap_samples_*.csv 2>/dev/null | tail -n +2 | grep -c . || true; }
-waitfor "rows are being written" 60 test "$(rows)" -gt 0
+has_rows() { [ "$(cat "$data"/threadcap_samples_*.csv 2>/dev/null | tail -n +2 | grep -c .)" -gt 0 ]; }
+waitfor "rows are being written" 60 has_rows
 
 # reload applies a changed rate: ticks come 0.2 s apart after it.
 ticks() { cat "$data"/threadcap_ticks_*.csv 2>/dev/null | tail -n +2 | while read -r t; do date -d "$t" +%s.%N; done; }
-closer() { ticks | awk -v after="$1" 'prev > after && $1 - prev < 0.5 { found = 1 } { prev = $1 } END { exit !found }'; }
+# The first tick is taken at start, the next at the first whole interval: only later ones
+# are an interval apart.
+closer() { ticks | awk -v after="$1" 'NR > 2 && prev > after && $1 - prev < 0.5 { found = 1 } { prev = $1 } END { exit !found }'; }
+three_ticks() { [ "$(ticks | wc -l)" -ge 3 ]; }
+waitfor "three ticks at hz 1" 30 three_ticks
 closer 0 && fail "ticks less than 0.5 s apart at hz 1"
 sed -i 's/^hz: .*/hz: 5/' "$conf"
 reloaded=$(date +%s.%N)
