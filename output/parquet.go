@@ -21,7 +21,8 @@ import (
 const HostColumn = "host"
 
 // parquetRowGroup bounds the rows a writer holds before it writes them out, and so its
-// memory: a row group of samples takes about 40 MiB before compression.
+// memory: a row group of samples takes about 40 MiB before compression. The batches end
+// the row groups (columnBatch.flush): the writer's own bound counts only rows written whole.
 const parquetRowGroup = 256 << 10
 
 // parquetNodes are the Parquet types of the schema's DuckDB types. Every column is optional,
@@ -99,10 +100,9 @@ func WriteParquet(out io.Writer, in io.Reader, kind hourfile.Kind, host string) 
 	}
 	w := parquet.NewWriter(out, schemas[kind],
 		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault, Concurrency: 1}),
-		parquet.MaxRowsPerRowGroup(parquetRowGroup),
 		parquet.CreatedBy("threadcap", strconv.Itoa(SchemaVersion), ""),
 		parquet.KeyValueMetadata("threadcap.schema_version", strconv.Itoa(SchemaVersion)))
-	b := rowBatch{w: w, arena: make([]byte, 0, parquetArena)}
+	b := newColumnBatch(w, conv)
 	for head != nil {
 		fields, err := rr.Read()
 		if errors.Is(err, io.EOF) {
@@ -135,25 +135,40 @@ func WriteParquet(out io.Writer, in io.Reader, kind hourfile.Kind, host string) 
 	return st, w.Close()
 }
 
-// Batches of rows go to the Parquet writer together: one row at a time costs a call per
-// column per row, several times the cost of the rows' values.
+// Batches of rows go to the Parquet writer together, column by column: the writer takes a
+// column's values in one call, where a row at a time costs a call per column per row, and
+// rows of values cost a copy of every value to take them apart again.
 const (
-	parquetBatch = 1024
+	parquetBatch = 1024 // divides parquetRowGroup, so that row groups are whole batches
 	// parquetArena holds a batch's text, copied out of the reader's buffer, which the next
 	// record overwrites; it fits the longest record the reader returns.
 	parquetArena = 4 << 20
 )
 
-// rowBatch is rows waiting for the writer, and the text they point into.
-type rowBatch struct {
-	w     *parquet.Writer
-	rows  []parquet.Row
-	n     int
-	arena []byte // never grown past its capacity: the rows point into it
+// columnBatch is rows waiting for the writer, as a column of values each, and the text
+// they point into.
+type columnBatch struct {
+	w       *parquet.Writer
+	columns [][]parquet.Value // host, then the kind's columns; each n values long
+	n       int
+	grouped int    // rows written to the writer's current row group
+	arena   []byte // never grown past its capacity: the values point into it
 }
 
-// fits reports whether a record's text fits in the batch, whose rows point into its arena.
-func (b *rowBatch) fits(fields [][]byte) bool {
+func newColumnBatch(w *parquet.Writer, c *rowConverter) *columnBatch {
+	b := &columnBatch{w: w, columns: make([][]parquet.Value, 1+len(c.columns)), arena: make([]byte, 0, parquetArena)}
+	for i := range b.columns {
+		b.columns[i] = make([]parquet.Value, 0, parquetBatch)
+	}
+	// Every row has the same host.
+	for range parquetBatch {
+		b.columns[0] = append(b.columns[0], c.host)
+	}
+	return b
+}
+
+// fits reports whether a record's text fits in the batch, whose values point into its arena.
+func (b *columnBatch) fits(fields [][]byte) bool {
 	size := 0
 	for _, f := range fields {
 		size += len(f)
@@ -163,14 +178,12 @@ func (b *rowBatch) fits(fields [][]byte) bool {
 
 // add converts a record into the batch's next row; false for a record that does not fit
 // its header, which leaves the batch as it was.
-func (b *rowBatch) add(c *rowConverter, fields [][]byte) bool {
-	if b.n == len(b.rows) {
-		b.rows = append(b.rows, nil)
-	}
+func (b *columnBatch) add(c *rowConverter, fields [][]byte) bool {
 	mark := len(b.arena)
-	row, ok := c.row(b.rows[b.n][:0], fields, &b.arena)
-	b.rows[b.n] = row
-	if !ok {
+	if !c.row(b.columns[1:], fields, &b.arena) {
+		for i := range b.columns[1:] {
+			b.columns[1+i] = b.columns[1+i][:b.n]
+		}
 		b.arena = b.arena[:mark]
 		return false
 	}
@@ -178,13 +191,29 @@ func (b *rowBatch) add(c *rowConverter, fields [][]byte) bool {
 	return true
 }
 
-func (b *rowBatch) flush() error {
-	_, err := b.w.WriteRows(b.rows[:b.n])
+// flush writes the batch's columns, and ends the row group when it has parquetRowGroup rows.
+func (b *columnBatch) flush() error {
+	if b.n == 0 {
+		return nil
+	}
+	for i, cw := range b.w.ColumnWriters() {
+		if _, err := cw.WriteRowValues(b.columns[i][:b.n]); err != nil {
+			return err
+		}
+		if i > 0 {
+			b.columns[i] = b.columns[i][:0]
+		}
+	}
+	b.grouped += b.n
 	b.n, b.arena = 0, b.arena[:0]
-	return err
+	if b.grouped >= parquetRowGroup {
+		b.grouped = 0
+		return b.w.Flush()
+	}
+	return nil
 }
 
-// rowConverter turns a CSV record of one header into a Parquet row of the kind's schema.
+// rowConverter turns a CSV record of one header into values of the kind's schema.
 type rowConverter struct {
 	host parquet.Value
 	// columns are the kind's columns, in the schema's order (after host), each with its
@@ -223,29 +252,28 @@ func newRowConverter(kind hourfile.Kind, host string, header [][]byte) (*rowConv
 	return c, nil
 }
 
-// row appends the record's values to dst, and their text to arena, which has room for it;
-// ok is false for a record whose field count or values do not fit its header.
-func (c *rowConverter) row(dst parquet.Row, fields [][]byte, arena *[]byte) (parquet.Row, bool) {
+// row appends the record's values to columns, one each, and their text to arena, which has
+// room for it; false for a record whose field count or values do not fit its header, after
+// which some columns may have its value and others not.
+func (c *rowConverter) row(columns [][]parquet.Value, fields [][]byte, arena *[]byte) bool {
 	if len(fields) != c.width {
-		return dst, false
+		return false
 	}
-	dst = append(dst, c.host)
 	for i, field := range c.fields {
 		var f []byte
 		if field >= 0 {
 			f = fields[field]
 		}
 		if len(f) == 0 {
-			dst = append(dst, c.nulls[i])
+			columns[i] = append(columns[i], c.nulls[i])
 			continue
 		}
-		v, ok := c.value(c.types[i], f, arena)
-		if !ok {
-			return dst, false
+		var ok bool
+		if columns[i], ok = c.appendValue(columns[i], c.types[i], f, arena); !ok {
+			return false
 		}
-		dst = append(dst, v.Level(0, 1, i+1))
 	}
-	return dst, true
+	return true
 }
 
 // valueType is a schema type as the converter switches on it: faster than its name.
@@ -263,35 +291,45 @@ var valueTypes = map[string]valueType{
 	typeVarchar: valueText, typeTimestampTZ: valueTime, typeInteger: valueInt32, typeBigint: valueInt64, typeBoolean: valueBool,
 }
 
-// value parses one non-empty field; text is copied to arena.
-func (c *rowConverter) value(typ valueType, f []byte, arena *[]byte) (parquet.Value, bool) {
+// appendValue appends the value of one non-empty field to column, as a non-NULL value of
+// an optional column; text is copied to arena. The value is built in place: a Value is 24
+// bytes, and each copy of it costs.
+func (c *rowConverter) appendValue(column []parquet.Value, typ valueType, f []byte, arena *[]byte) ([]parquet.Value, bool) {
 	switch typ {
 	case valueTime:
 		if string(f) != string(c.lastTime) {
 			t, err := time.Parse(hourfile.TimeLayout, string(f))
 			if err != nil {
-				return parquet.Value{}, false
+				return column, false
 			}
 			c.lastTime, c.lastMicros = append(c.lastTime[:0], f...), t.UnixMicro()
 		}
-		return parquet.Int64Value(c.lastMicros), true
+		column = append(column, parquet.Int64Value(c.lastMicros))
 	case valueInt32:
 		n, ok := parseInt(f)
 		if !ok || n != int64(int32(n)) {
-			return parquet.Value{}, false
+			return column, false
 		}
-		return parquet.Int32Value(int32(n)), true
+		column = append(column, parquet.Int32Value(int32(n)))
 	case valueInt64:
 		n, ok := parseInt(f)
-		return parquet.Int64Value(n), ok
+		if !ok {
+			return column, false
+		}
+		column = append(column, parquet.Int64Value(n))
 	case valueBool:
 		b, err := strconv.ParseBool(string(f))
-		return parquet.BooleanValue(b), err == nil
+		if err != nil {
+			return column, false
+		}
+		column = append(column, parquet.BooleanValue(b))
 	default:
 		start := len(*arena)
 		*arena = append(*arena, hourfile.Unguard(f)...)
-		return parquet.ByteArrayValue((*arena)[start:len(*arena):len(*arena)]), true
+		column = append(column, parquet.ByteArrayValue((*arena)[start:len(*arena):len(*arena)]))
 	}
+	column[len(column)-1].SetDefinitionLevel(1)
+	return column, true
 }
 
 // parseInt parses a decimal integer without the allocation strconv's string would cost.
