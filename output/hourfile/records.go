@@ -102,18 +102,19 @@ func trimEOL(b []byte) []byte {
 	return b
 }
 
-// split cuts a record without quotes at its commas.
+// split cuts a record without quotes at its commas. A loop over the bytes beats
+// bytes.IndexByte here: fields are a few bytes long, shorter than its call costs.
 func (rr *RecordReader) split(rec []byte) [][]byte {
 	f := rr.fields[:0]
-	for {
-		i := bytes.IndexByte(rec, ',')
-		if i < 0 {
-			rr.fields = append(f, rec)
-			return rr.fields
+	start := 0
+	for i, c := range rec {
+		if c == ',' {
+			f = append(f, rec[start:i])
+			start = i + 1
 		}
-		f = append(f, rec[:i])
-		rec = rec[i+1:]
 	}
+	rr.fields = append(f, rec[start:])
+	return rr.fields
 }
 
 // parse cuts a record that holds quotes into fields, unquoting them.
