@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -350,9 +351,10 @@ func TestRetentionKeepsHeldHours(t *testing.T) {
 	start := time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
 	dir := t.TempDir()
 	cfg, clock, _ := testConfig(dir, start)
-	shipped := false
+	// The writer's own maintenance, started when an hour closes, asks too.
+	var shipped atomic.Bool
 	cfg.Format, cfg.Host, cfg.MaxAge = FormatParquet, "h1", time.Hour
-	cfg.Hold = func(f hourfile.File) bool { return f.Suffix == hourfile.Parquet && !shipped }
+	cfg.Hold = func(f hourfile.File) bool { return f.Suffix == hourfile.Parquet && !shipped.Load() }
 	w, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -370,7 +372,7 @@ func TestRetentionKeepsHeldHours(t *testing.T) {
 	if _, err := os.Stat(first); err != nil {
 		t.Fatalf("an hour past max age, not shipped: %v", err)
 	}
-	shipped = true
+	shipped.Store(true)
 	w.maintain(context.Background())
 	if _, err := os.Stat(first); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a shipped hour past max age: %v, want it deleted", err)
