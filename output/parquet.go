@@ -148,8 +148,11 @@ const (
 // columnBatch is rows waiting for the writer, as a column of values each, and the text
 // they point into.
 type columnBatch struct {
-	w       *parquet.Writer
-	columns [][]parquet.Value // host, then the kind's columns; each n values long
+	w *parquet.Writer
+	// columns are host, then the kind's columns, parquetBatch values long, of which the
+	// first n are the batch's rows: each record's values are stored at their row, with no
+	// append to move each column's length, and a record found bad is simply not counted.
+	columns [][]parquet.Value
 	n       int
 	grouped int    // rows written to the writer's current row group
 	arena   []byte // never grown past its capacity: the values point into it
@@ -158,11 +161,11 @@ type columnBatch struct {
 func newColumnBatch(w *parquet.Writer, c *rowConverter) *columnBatch {
 	b := &columnBatch{w: w, columns: make([][]parquet.Value, 1+len(c.columns)), arena: make([]byte, 0, parquetArena)}
 	for i := range b.columns {
-		b.columns[i] = make([]parquet.Value, 0, parquetBatch)
+		b.columns[i] = make([]parquet.Value, parquetBatch)
 	}
 	// Every row has the same host.
-	for range parquetBatch {
-		b.columns[0] = append(b.columns[0], c.host)
+	for j := range b.columns[0] {
+		b.columns[0][j] = c.host
 	}
 	return b
 }
@@ -180,10 +183,7 @@ func (b *columnBatch) fits(fields [][]byte) bool {
 // its header, which leaves the batch as it was.
 func (b *columnBatch) add(c *rowConverter, fields [][]byte) bool {
 	mark := len(b.arena)
-	if !c.row(b.columns[1:], fields, &b.arena) {
-		for i := range b.columns[1:] {
-			b.columns[1+i] = b.columns[1+i][:b.n]
-		}
+	if !c.row(b.columns[1:], b.n, fields, &b.arena) {
 		b.arena = b.arena[:mark]
 		return false
 	}
@@ -199,9 +199,6 @@ func (b *columnBatch) flush() error {
 	for i, cw := range b.w.ColumnWriters() {
 		if _, err := cw.WriteRowValues(b.columns[i][:b.n]); err != nil {
 			return err
-		}
-		if i > 0 {
-			b.columns[i] = b.columns[i][:0]
 		}
 	}
 	b.grouped += b.n
@@ -252,10 +249,10 @@ func newRowConverter(kind hourfile.Kind, host string, header [][]byte) (*rowConv
 	return c, nil
 }
 
-// row appends the record's values to columns, one each, and their text to arena, which has
-// room for it; false for a record whose field count or values do not fit its header, after
-// which some columns may have its value and others not.
-func (c *rowConverter) row(columns [][]parquet.Value, fields [][]byte, arena *[]byte) bool {
+// row stores the record's values at row j of columns, and appends their text to arena, which
+// has room for it; false for a record whose field count or values do not fit its header,
+// after which some columns may have a value at j and others not.
+func (c *rowConverter) row(columns [][]parquet.Value, j int, fields [][]byte, arena *[]byte) bool {
 	if len(fields) != c.width {
 		return false
 	}
@@ -265,11 +262,10 @@ func (c *rowConverter) row(columns [][]parquet.Value, fields [][]byte, arena *[]
 			f = fields[field]
 		}
 		if len(f) == 0 {
-			columns[i] = append(columns[i], c.nulls[i])
+			columns[i][j] = c.nulls[i]
 			continue
 		}
-		var ok bool
-		if columns[i], ok = c.appendValue(columns[i], c.types[i], f, arena); !ok {
+		if !c.value(&columns[i][j], c.types[i], f, arena) {
 			return false
 		}
 	}
@@ -291,45 +287,45 @@ var valueTypes = map[string]valueType{
 	typeVarchar: valueText, typeTimestampTZ: valueTime, typeInteger: valueInt32, typeBigint: valueInt64, typeBoolean: valueBool,
 }
 
-// appendValue appends the value of one non-empty field to column, as a non-NULL value of
-// an optional column; text is copied to arena. The value is built in place: a Value is 24
-// bytes, and each copy of it costs.
-func (c *rowConverter) appendValue(column []parquet.Value, typ valueType, f []byte, arena *[]byte) ([]parquet.Value, bool) {
+// value stores the value of one non-empty field in v, as a non-NULL value of an optional
+// column; text is copied to arena. The value is built in place: a Value is 24 bytes, and
+// each copy of it costs.
+func (c *rowConverter) value(v *parquet.Value, typ valueType, f []byte, arena *[]byte) bool {
 	switch typ {
 	case valueTime:
 		if string(f) != string(c.lastTime) {
 			t, err := time.Parse(hourfile.TimeLayout, string(f))
 			if err != nil {
-				return column, false
+				return false
 			}
 			c.lastTime, c.lastMicros = append(c.lastTime[:0], f...), t.UnixMicro()
 		}
-		column = append(column, parquet.Int64Value(c.lastMicros))
+		*v = parquet.Int64Value(c.lastMicros)
 	case valueInt32:
 		n, ok := parseInt(f)
 		if !ok || n != int64(int32(n)) {
-			return column, false
+			return false
 		}
-		column = append(column, parquet.Int32Value(int32(n)))
+		*v = parquet.Int32Value(int32(n))
 	case valueInt64:
 		n, ok := parseInt(f)
 		if !ok {
-			return column, false
+			return false
 		}
-		column = append(column, parquet.Int64Value(n))
+		*v = parquet.Int64Value(n)
 	case valueBool:
 		b, err := strconv.ParseBool(string(f))
 		if err != nil {
-			return column, false
+			return false
 		}
-		column = append(column, parquet.BooleanValue(b))
+		*v = parquet.BooleanValue(b)
 	default:
 		start := len(*arena)
 		*arena = append(*arena, hourfile.Unguard(f)...)
-		column = append(column, parquet.ByteArrayValue((*arena)[start:len(*arena):len(*arena)]))
+		*v = parquet.ByteArrayValue((*arena)[start:len(*arena):len(*arena)])
 	}
-	column[len(column)-1].SetDefinitionLevel(1)
-	return column, true
+	v.SetDefinitionLevel(1)
+	return true
 }
 
 // parseInt parses a decimal integer without the allocation strconv's string would cost.
