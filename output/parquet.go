@@ -22,7 +22,8 @@ const HostColumn = "host"
 
 // parquetRowGroup bounds the rows a writer holds before it writes them out, and so its
 // memory: a row group of samples takes about 40 MiB before compression. The batches end
-// the row groups (columnBatch.flush): the writer's own bound counts only rows written whole.
+// the row groups (columnBatch.flush): the writer's own bound (MaxRowsPerRowGroup) holds
+// only for rows given to WriteRows.
 const parquetRowGroup = 256 << 10
 
 // parquetNodes are the Parquet types of the schema's DuckDB types. Every column is optional,
@@ -139,7 +140,7 @@ func WriteParquet(out io.Writer, in io.Reader, kind hourfile.Kind, host string) 
 // column's values in one call, where a row at a time costs a call per column per row, and
 // rows of values cost a copy of every value to take them apart again.
 const (
-	parquetBatch = 1024 // divides parquetRowGroup, so that row groups are whole batches
+	parquetBatch = 1024
 	// parquetArena holds a batch's text, copied out of the reader's buffer, which the next
 	// record overwrites; it fits the longest record the reader returns.
 	parquetArena = 4 << 20
@@ -170,13 +171,14 @@ func newColumnBatch(w *parquet.Writer, c *rowConverter) *columnBatch {
 	return b
 }
 
-// fits reports whether a record's text fits in the batch, whose values point into its arena.
+// fits reports whether a record fits in the batch: in its rows, in the row group, and its
+// text in the arena the values point into.
 func (b *columnBatch) fits(fields [][]byte) bool {
 	size := 0
 	for _, f := range fields {
 		size += len(f)
 	}
-	return b.n < parquetBatch && len(b.arena)+size <= cap(b.arena)
+	return b.n < parquetBatch && b.grouped+b.n < parquetRowGroup && len(b.arena)+size <= cap(b.arena)
 }
 
 // add converts a record into the batch's next row; false for a record that does not fit
