@@ -260,17 +260,7 @@ type Counters struct {
 
 // Counters sums the per-CPU counters.
 func (t *Tracker) Counters() (Counters, error) {
-	read := func(which threadcapTcCounter) (uint64, error) {
-		var perCPU []uint64
-		if err := t.coll.Maps[threadcapMapCounters].Lookup(which, &perCPU); err != nil {
-			return 0, fmt.Errorf("reading counter %d: %w", which, err)
-		}
-		var sum uint64
-		for _, v := range perCPU {
-			sum += v
-		}
-		return sum, nil
-	}
+	read := t.counter
 	var c Counters
 	var err error
 	if c.LostUpdates, err = read(threadcapTcCounterTC_LOST_UPDATES); err != nil {
@@ -284,4 +274,17 @@ func (t *Tracker) Counters() (Counters, error) {
 	}
 	c.UnseenSwitches, err = read(threadcapTcCounterTC_UNSEEN_SWITCHES)
 	return c, err
+}
+
+// counter sums one of the per-CPU counters.
+func (t *Tracker) counter(which threadcapTcCounter) (uint64, error) {
+	var perCPU []uint64
+	if err := t.coll.Maps[threadcapMapCounters].Lookup(which, &perCPU); err != nil {
+		return 0, fmt.Errorf("reading counter %d: %w", which, err)
+	}
+	var sum uint64
+	for _, v := range perCPU {
+		sum += v
+	}
+	return sum, nil
 }

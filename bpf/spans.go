@@ -212,20 +212,15 @@ func (t *Tracker) SpanCounters() (SpanCounters, error) {
 		return c, nil
 	}
 	var errs []error
-	for which, dst := range map[threadcapTcSpanCounter]*uint64{
-		threadcapTcSpanCounterTC_SPAN_NO_RECORD:   &c.NoRecord,
-		threadcapTcSpanCounterTC_SPAN_NO_ROOM:     &c.NoRoom,
-		threadcapTcSpanCounterTC_SPAN_MISSED_ENDS: &c.MissedEnds,
-		threadcapTcSpanCounterTC_SPAN_UNMATCHED:   &c.Unmatched,
+	for which, dst := range map[threadcapTcCounter]*uint64{
+		threadcapTcCounterTC_SPAN_NO_RECORD:   &c.NoRecord,
+		threadcapTcCounterTC_SPAN_NO_ROOM:     &c.NoRoom,
+		threadcapTcCounterTC_SPAN_MISSED_ENDS: &c.MissedEnds,
+		threadcapTcCounterTC_SPAN_UNMATCHED:   &c.Unmatched,
 	} {
-		var perCPU []uint64
-		if err := t.coll.Maps[threadcapMapSpanCounters].Lookup(which, &perCPU); err != nil {
-			errs = append(errs, fmt.Errorf("reading span counter %d: %w", which, err))
-			continue
-		}
-		for _, v := range perCPU {
-			*dst += v
-		}
+		n, err := t.counter(which)
+		*dst = n
+		errs = append(errs, err)
 	}
 	return c, errors.Join(errs...)
 }

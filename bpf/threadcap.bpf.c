@@ -866,21 +866,6 @@ struct {
 	__uint(max_entries, TC_MAX_SPANS);
 } span_stats SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, enum tc_span_counter);
-	__type(value, __u64);
-	__uint(max_entries, TC_SPAN_NR_COUNTERS);
-} span_counters SEC(".maps");
-
-static __always_inline void span_count(enum tc_span_counter which)
-{
-	__u64 *c = bpf_map_lookup_elem(&span_counters, &which);
-
-	if (c)
-		*c += 1;
-}
-
 static __always_inline void spans_exit(struct task_struct *task)
 {
 	__u32 tid = task->pid;
@@ -1015,7 +1000,7 @@ static __always_inline void span_drop_from(struct tc_span_thread *t, int level)
 	if (level < t->depth) {
 		for (int i = level; i < TC_SPAN_DEPTH; i++)
 			if (i < t->depth)
-				span_count(TC_SPAN_MISSED_ENDS);
+				count(TC_SPAN_MISSED_ENDS);
 		t->depth = level;
 	}
 }
@@ -1033,7 +1018,7 @@ static __always_inline void span_start(struct pt_regs *ctx, struct tc_probe *p,
 	d = t->depth;
 	if (d >= TC_SPAN_DEPTH) {
 		t->skipped++;
-		span_count(TC_SPAN_NO_ROOM);
+		count(TC_SPAN_NO_ROOM);
 		return;
 	}
 	f = &t->frames[d & (TC_SPAN_DEPTH - 1)];
@@ -1062,7 +1047,7 @@ static __always_inline void span_end(struct tc_probe *p, struct tc_span_thread *
 	}
 	level = span_find(t, p->span);
 	if (level < 0) {
-		span_count(TC_SPAN_UNMATCHED);
+		count(TC_SPAN_UNMATCHED);
 		return;
 	}
 	span_account(&t->frames[level & (TC_SPAN_DEPTH - 1)], parts, now);
@@ -1115,7 +1100,7 @@ int on_span_probe(struct pt_regs *ctx)
 		return 0;
 	r = span_record(task);
 	if (!r) {
-		span_count(TC_SPAN_NO_RECORD);
+		count(TC_SPAN_NO_RECORD);
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
@@ -1123,12 +1108,12 @@ int on_span_probe(struct pt_regs *ctx)
 	t = bpf_map_lookup_elem(&span_threads, &tid);
 	if (!t) {
 		if (p->end) {
-			span_count(TC_SPAN_UNMATCHED);
+			count(TC_SPAN_UNMATCHED);
 			return 0;
 		}
 		blank = bpf_map_lookup_elem(&span_blank, &zero);
 		if (!blank || bpf_map_update_elem(&span_threads, &tid, blank, BPF_NOEXIST)) {
-			span_count(TC_SPAN_NO_ROOM);
+			count(TC_SPAN_NO_ROOM);
 			return 0;
 		}
 		t = bpf_map_lookup_elem(&span_threads, &tid);

@@ -22,7 +22,12 @@ enum tc_counter : __u32 {
 	TC_UNTRACKED_THREADS = 1, /* threads refused a record because the map was full */
 	TC_LOST_STACKS = 2,     /* stacks not captured: the stack map's bucket held another */
 	TC_UNSEEN_SWITCHES = 3, /* switch-outs the kernel made without a sched_switch event */
-	TC_NR_COUNTERS = 4,
+	/* The spans' losses (see the spans section of threadcap.bpf.c). */
+	TC_SPAN_NO_RECORD = 4,  /* probes hit by a thread without a record (map full) */
+	TC_SPAN_NO_ROOM = 5,    /* starts not kept: span_threads full, or TC_SPAN_DEPTH open */
+	TC_SPAN_MISSED_ENDS = 6, /* open spans dropped because an outer end or a restart came */
+	TC_SPAN_UNMATCHED = 7,  /* ends with no open span (begun before threadcap, say) */
+	TC_NR_COUNTERS = 8,
 };
 
 /* Frames kept per stack, the few frames of the sched_switch hook and the scheduler included. */
@@ -157,14 +162,6 @@ struct tc_span_stats {
 	__u64 part_ns[TC_SPAN_PARTS];
 	__u64 wall_hist[TC_SPAN_BUCKETS]; /* bucket b > 0: [2^(b-1), 2^b) µs; 0: under 1 µs */
 	__u64 cpu_hist[TC_SPAN_BUCKETS];
-};
-
-enum tc_span_counter : __u32 {
-	TC_SPAN_NO_RECORD = 0,  /* probes hit by a thread without a record (map full) */
-	TC_SPAN_NO_ROOM = 1,    /* starts not kept: span_threads full, or TC_SPAN_DEPTH open */
-	TC_SPAN_MISSED_ENDS = 2, /* open spans dropped because an outer end or a restart came */
-	TC_SPAN_UNMATCHED = 3,  /* ends with no open span (begun before threadcap, say) */
-	TC_SPAN_NR_COUNTERS = 4,
 };
 
 #endif /* __THREADCAP_H__ */

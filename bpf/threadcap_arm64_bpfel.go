@@ -60,7 +60,11 @@ const (
 	threadcapTcCounterTC_UNTRACKED_THREADS threadcapTcCounter = 1
 	threadcapTcCounterTC_LOST_STACKS       threadcapTcCounter = 2
 	threadcapTcCounterTC_UNSEEN_SWITCHES   threadcapTcCounter = 3
-	threadcapTcCounterTC_NR_COUNTERS       threadcapTcCounter = 4
+	threadcapTcCounterTC_SPAN_NO_RECORD    threadcapTcCounter = 4
+	threadcapTcCounterTC_SPAN_NO_ROOM      threadcapTcCounter = 5
+	threadcapTcCounterTC_SPAN_MISSED_ENDS  threadcapTcCounter = 6
+	threadcapTcCounterTC_SPAN_UNMATCHED    threadcapTcCounter = 7
+	threadcapTcCounterTC_NR_COUNTERS       threadcapTcCounter = 8
 )
 
 type threadcapTcProbe struct {
@@ -71,16 +75,6 @@ type threadcapTcProbe struct {
 	IntArg  threadcapTcArg
 	TextArg threadcapTcArg
 }
-
-type threadcapTcSpanCounter uint32
-
-const (
-	threadcapTcSpanCounterTC_SPAN_NO_RECORD   threadcapTcSpanCounter = 0
-	threadcapTcSpanCounterTC_SPAN_NO_ROOM     threadcapTcSpanCounter = 1
-	threadcapTcSpanCounterTC_SPAN_MISSED_ENDS threadcapTcSpanCounter = 2
-	threadcapTcSpanCounterTC_SPAN_UNMATCHED   threadcapTcSpanCounter = 3
-	threadcapTcSpanCounterTC_SPAN_NR_COUNTERS threadcapTcSpanCounter = 4
-)
 
 type threadcapTcSpanFrame struct {
 	_       structs.HostLayout
@@ -154,7 +148,6 @@ const (
 	threadcapMapFreeSlots       = "free_slots"
 	threadcapMapRecords         = "records"
 	threadcapMapSpanBlank       = "span_blank"
-	threadcapMapSpanCounters    = "span_counters"
 	threadcapMapSpanProbes      = "span_probes"
 	threadcapMapSpanStats       = "span_stats"
 	threadcapMapSpanThreads     = "span_threads"
@@ -237,17 +230,16 @@ type threadcapProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type threadcapMapSpecs struct {
-	Counters     *ebpf.MapSpec `ebpf:"counters"`
-	CpuSlot      *ebpf.MapSpec `ebpf:"cpu_slot"`
-	FreeSlots    *ebpf.MapSpec `ebpf:"free_slots"`
-	Records      *ebpf.MapSpec `ebpf:"records"`
-	SpanBlank    *ebpf.MapSpec `ebpf:"span_blank"`
-	SpanCounters *ebpf.MapSpec `ebpf:"span_counters"`
-	SpanProbes   *ebpf.MapSpec `ebpf:"span_probes"`
-	SpanStats    *ebpf.MapSpec `ebpf:"span_stats"`
-	SpanThreads  *ebpf.MapSpec `ebpf:"span_threads"`
-	Stacks       *ebpf.MapSpec `ebpf:"stacks"`
-	TaskSlots    *ebpf.MapSpec `ebpf:"task_slots"`
+	Counters    *ebpf.MapSpec `ebpf:"counters"`
+	CpuSlot     *ebpf.MapSpec `ebpf:"cpu_slot"`
+	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
+	Records     *ebpf.MapSpec `ebpf:"records"`
+	SpanBlank   *ebpf.MapSpec `ebpf:"span_blank"`
+	SpanProbes  *ebpf.MapSpec `ebpf:"span_probes"`
+	SpanStats   *ebpf.MapSpec `ebpf:"span_stats"`
+	SpanThreads *ebpf.MapSpec `ebpf:"span_threads"`
+	Stacks      *ebpf.MapSpec `ebpf:"stacks"`
+	TaskSlots   *ebpf.MapSpec `ebpf:"task_slots"`
 }
 
 // threadcapVariableSpecs contains global variables before they are loaded into the kernel.
@@ -283,17 +275,16 @@ func (o *threadcapObjects) Close() error {
 //
 // It can be passed to loadThreadcapObjects or ebpf.CollectionSpec.LoadAndAssign.
 type threadcapMaps struct {
-	Counters     *ebpf.Map `ebpf:"counters"`
-	CpuSlot      *ebpf.Map `ebpf:"cpu_slot"`
-	FreeSlots    *ebpf.Map `ebpf:"free_slots"`
-	Records      *ebpf.Map `ebpf:"records"`
-	SpanBlank    *ebpf.Map `ebpf:"span_blank"`
-	SpanCounters *ebpf.Map `ebpf:"span_counters"`
-	SpanProbes   *ebpf.Map `ebpf:"span_probes"`
-	SpanStats    *ebpf.Map `ebpf:"span_stats"`
-	SpanThreads  *ebpf.Map `ebpf:"span_threads"`
-	Stacks       *ebpf.Map `ebpf:"stacks"`
-	TaskSlots    *ebpf.Map `ebpf:"task_slots"`
+	Counters    *ebpf.Map `ebpf:"counters"`
+	CpuSlot     *ebpf.Map `ebpf:"cpu_slot"`
+	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
+	Records     *ebpf.Map `ebpf:"records"`
+	SpanBlank   *ebpf.Map `ebpf:"span_blank"`
+	SpanProbes  *ebpf.Map `ebpf:"span_probes"`
+	SpanStats   *ebpf.Map `ebpf:"span_stats"`
+	SpanThreads *ebpf.Map `ebpf:"span_threads"`
+	Stacks      *ebpf.Map `ebpf:"stacks"`
+	TaskSlots   *ebpf.Map `ebpf:"task_slots"`
 }
 
 func (m *threadcapMaps) Close() error {
@@ -303,7 +294,6 @@ func (m *threadcapMaps) Close() error {
 		m.FreeSlots,
 		m.Records,
 		m.SpanBlank,
-		m.SpanCounters,
 		m.SpanProbes,
 		m.SpanStats,
 		m.SpanThreads,
