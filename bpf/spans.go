@@ -128,22 +128,24 @@ type SpanThread struct {
 	Frames    []SpanFrame
 }
 
-// SpanThreads calls fn for every thread with an open span. A thread a probe was writing
-// to as it was read is left out (it is read again at the next call).
+// SpanThreads calls fn for every thread with an open span, reading the threads in
+// batches (a syscall per spanBatch threads, not two per thread). A thread a probe was
+// writing to as it was read is left out (it is read again at the next call).
 func (t *Tracker) SpanThreads(fn func(*SpanThread)) error {
 	if t.spans == 0 {
 		return nil
 	}
-	var tid uint32
-	var v threadcapTcSpanThread
+	if t.spanKeys == nil {
+		t.spanKeys, t.spanVals = make([]uint32, spanBatch), make([]threadcapTcSpanThread, spanBatch)
+	}
 	var th SpanThread
-	it := t.coll.Maps[threadcapMapSpanThreads].Iterate()
-	for it.Next(&tid, &v) {
+	return batches(t.coll.Maps[threadcapMapSpanThreads], t.spanKeys, t.spanVals, func(i int) {
+		v := &t.spanVals[i]
 		if v.Seq&1 != 0 || v.Depth == 0 {
 			if v.Seq&1 != 0 {
 				t.torn.Add(1)
 			}
-			continue
+			return
 		}
 		th = SpanThread{Tid: v.Tid, TaskStart: v.TaskStartNs, Frames: th.Frames[:0]}
 		for _, f := range v.Frames[:min(int(v.Depth), SpanDepth)] {
@@ -154,9 +156,11 @@ func (t *Tracker) SpanThreads(fn func(*SpanThread)) error {
 			th.Frames = append(th.Frames, SpanFrame{Span: f.Span, StartNs: f.StartNs, Text: string(text), Int: f.IntArg})
 		}
 		fn(&th)
-	}
-	return it.Err()
+	})
 }
+
+// spanBatch is how many threads with open spans one syscall reads.
+const spanBatch = 64
 
 // SpanStats is what the ended spans of one span added up to, cumulative since Open.
 type SpanStats struct {

@@ -77,13 +77,16 @@ type Tracker struct {
 	coll *ebpf.Collection
 	io   *ebpf.Collection // nil when Config.IO is off
 	// ioKeys, ioDone and ioVals are InFlight's batch buffers, kept from tick to tick.
-	ioKeys  []uint64
-	ioDone  []ioTcIoDoneKey
-	ioVals  []ioTcIo
-	links   []link.Link
-	records *recordArray
-	torn    atomic.Uint64 // see TornReads
-	spans   int           // span probe sites attached
+	ioKeys []uint64
+	ioDone []ioTcIoDoneKey
+	ioVals []ioTcIo
+	// spanKeys and spanVals are SpanThreads' batch buffers, likewise.
+	spanKeys []uint32
+	spanVals []threadcapTcSpanThread
+	links    []link.Link
+	records  *recordArray
+	torn     atomic.Uint64 // see TornReads
+	spans    int           // span probe sites attached
 }
 
 // Open loads the programs, sizes the maps and attaches every hook. On error nothing stays
