@@ -65,35 +65,11 @@ func appendHist(dst []byte, h *[state.IOBuckets]uint64) []byte {
 	return dst
 }
 
-// WriteIO adds a minute's block I/O to the current hour's io file (the hour of the last
-// rows written). Like the stacks and ticks, a failure is logged once an hour and the rows
-// go on; while rows are being dropped (disk full), so is this. The error is ErrClosed
-// after Close.
+// WriteIO adds a minute's block I/O to the hour's io file (see writeMinute).
 func (w *Writer) WriteIO(minute time.Time, disks []state.DiskIO) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return ErrClosed
-	}
-	if w.file == nil || w.paused != nil || len(disks) == 0 {
-		return nil
-	}
-	if !w.io.current(w.file.hour) {
-		if err := w.io.open(w); err != nil {
-			w.ioFailed(err)
-			return nil
-		}
-	}
 	var buf []byte
 	for i := range disks {
 		buf = AppendIOCSV(buf, minute, &disks[i])
 	}
-	if err := w.io.appendLines(buf); err != nil {
-		w.ioFailed(err)
-	}
-	return nil
-}
-
-func (w *Writer) ioFailed(err error) {
-	w.io.fail(w, err, "writing the io file failed; its minutes are lost until the next hour")
+	return w.writeMinute(&w.io, minute, buf, "writing the io file failed; its minutes are lost until the next hour")
 }

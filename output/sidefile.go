@@ -27,12 +27,12 @@ func (sf *sideFile) current(hour time.Time) bool {
 	return sf.file != nil && sf.file.hour.Equal(hour)
 }
 
-// open opens the file of kind for w's current hour, after closing the previous hour's.
-func (sf *sideFile) open(w *Writer) error {
+// open opens the file of kind for hour, after closing the previous hour's.
+func (sf *sideFile) open(w *Writer, hour time.Time) error {
 	if err := sf.close(); err != nil {
 		w.log.WithError(err).Debug("closing the previous hour's " + sf.kind.Prefix() + " file failed")
 	}
-	hf, _, err := openKindFile(sf.kind, w.cfg.Dir, w.file.hour, w.cfg.FileMode, w.gid)
+	hf, _, err := openKindFile(sf.kind, w.cfg.Dir, hour, w.cfg.FileMode, w.gid)
 	if err != nil {
 		return err
 	}
@@ -73,4 +73,37 @@ func (sf *sideFile) close() error {
 	f := sf.file.f
 	sf.file = nil
 	return errors.Join(f.Sync(), f.Close())
+}
+
+// writeMinute appends a minute's lines (spans, block I/O) to side file sf of the hour
+// being written, the samples file's (the sampler writes a minute at the first tick of the
+// next, before that tick's rows, so it is the minute's hour); before any rows, of the
+// minute's hour. An hour already closed, being compressed, is never opened again. Like
+// the stacks and ticks, a
+// failure is logged once an hour (what says what a reader misses) and the rows go on;
+// while rows are being dropped (disk full), so are these. The error is ErrClosed after
+// Close.
+func (w *Writer) writeMinute(sf *sideFile, minute time.Time, lines []byte, what string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	if w.paused != nil || len(lines) == 0 {
+		return nil
+	}
+	hour := minute.UTC().Truncate(time.Hour)
+	if w.file != nil {
+		hour = w.file.hour
+	}
+	if !sf.current(hour) {
+		if err := sf.open(w, hour); err != nil {
+			sf.fail(w, err, what)
+			return nil
+		}
+	}
+	if err := sf.appendLines(lines); err != nil {
+		sf.fail(w, err, what)
+	}
+	return nil
 }

@@ -30,37 +30,13 @@ var spansHeader = headerOf(SpanColumns)
 // SpansHeader is the first line of every spans file, newline included.
 func SpansHeader() string { return spansHeader }
 
-// WriteSpans appends one minute's span rows to the spans file of the minute's hour. A
-// failure is logged once an hour: the samples matter more.
+// WriteSpans appends one minute's span rows to the hour's spans file (see writeMinute).
 func (w *Writer) WriteSpans(minute time.Time, rows []state.SpanMinute) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return ErrClosed
-	}
-	if len(rows) == 0 || w.paused != nil {
-		return nil
-	}
-	hour := minute.UTC().Truncate(time.Hour)
-	if !w.spans.current(hour) {
-		if err := w.spans.close(); err != nil {
-			w.log.WithError(err).Debug("closing the previous hour's spans file failed")
-		}
-		hf, _, err := openKindFile(hourfile.Spans, w.cfg.Dir, hour, w.cfg.FileMode, w.gid)
-		if err != nil {
-			w.spans.fail(w, err, "writing the spans file failed")
-			return nil
-		}
-		w.spans.file = hf
-	}
 	var buf []byte
 	for i := range rows {
 		buf = appendSpanRow(buf, &rows[i])
 	}
-	if err := w.spans.appendLines(buf); err != nil {
-		w.spans.fail(w, err, "writing the spans file failed")
-	}
-	return nil
+	return w.writeMinute(&w.spans, minute, buf, "writing the spans file failed")
 }
 
 func appendSpanRow(dst []byte, r *state.SpanMinute) []byte {

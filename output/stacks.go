@@ -76,7 +76,7 @@ func (w *Writer) stacksFailed(err error) {
 // already wrote to it.
 func (w *Writer) openStacks() error {
 	w.stacks.seen = nil
-	if err := w.stacks.open(w); err != nil {
+	if err := w.stacks.open(w, w.file.hour); err != nil {
 		return err
 	}
 	seen, err := stackHashes(w.stacks.file)

@@ -24,7 +24,7 @@ func (w *Writer) writeTick(tick time.Time) {
 	}
 	w.lastTick = tick
 	if !w.ticks.current(w.file.hour) {
-		if err := w.ticks.open(w); err != nil {
+		if err := w.ticks.open(w, w.file.hour); err != nil {
 			w.ticksFailed(err)
 			return
 		}
