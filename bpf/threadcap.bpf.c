@@ -144,6 +144,15 @@ static __always_inline void write_begin(struct record *r, __u64 now)
 	keep_tick(r, now);
 }
 
+/*
+ * A write that first repairs the record's past (a switch it was not told of, see
+ * unseen_switch_out) opens with seq_bump alone: the repair keeps the view at the tick as
+ * of the instant it puts right, before changing anything, and the caller keeps it as of
+ * now after the repair. A repair at an instant before the tick thus shows at the tick;
+ * opened with write_begin(now), the tick would keep the record as it stood unrepaired,
+ * a thread on a CPU another thread had.
+ */
+
 #define write_end(r) seq_bump(r)
 
 /* Moves a record to state st at now, adding the time spent in the state it leaves. */
@@ -210,6 +219,7 @@ static __always_inline void unseen_switch_out(struct record *r, struct task_stru
 	__u64 ran = task->se.sum_exec_runtime - r->exec_ns;
 	__u64 left = counted_to(r) + ran_since(r, task, now);
 
+	keep_tick(r, left);
 	enter_state(r, off, left);
 	r->live.cpu_ns += ran;
 	r->live.cpu_at_ns = left;
@@ -235,7 +245,10 @@ static __always_inline __u64 came_in(struct record *r, struct task_struct *task,
 static __always_inline void unseen_switch_in(struct record *r, struct task_struct *task,
 					     __u64 now)
 {
-	enter_state(r, TC_ON_CPU, came_in(r, task, now));
+	__u64 in = came_in(r, task, now);
+
+	keep_tick(r, in);
+	enter_state(r, TC_ON_CPU, in);
 	r->live.cpu = bpf_get_smp_processor_id();
 	count(TC_UNSEEN_SWITCHES);
 }
@@ -374,19 +387,22 @@ static __noinline void left_unseen(__u32 slot, __u64 left, bool lookup)
 		task = bpf_task_from_pid(r->tid);
 	if (task) {
 		if (task->start_time == r->start_ns && !task->on_cpu) {
-			write_begin(r, now);
+			seq_bump(r);
 			unseen_switch_out(r, task, state_of(false, task->__state), now);
+			keep_tick(r, now);
 			write_end(r);
 		}
 		bpf_task_release(task);
 		return;
 	}
-	write_begin(r, now);
+	seq_bump(r);
+	keep_tick(r, left);
 	/* The kernel's count is out of reach: the time from the switch-in stands in. */
 	r->live.cpu_ns += left - counted_to(r);
 	r->live.cpu_at_ns = left;
 	enter_state(r, TC_SLEEPING, left);
 	r->live.nvcsw++;
+	keep_tick(r, now);
 	write_end(r);
 	count(TC_UNSEEN_SWITCHES);
 }
@@ -544,9 +560,10 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 		if (user_stacks && !(prev->flags & PF_KTHREAD))
 			ustack = stack_of(ctx, BPF_F_USER_STACK);
 	}
-	write_begin(r, now);
+	seq_bump(r);
 	if (r->live.state != TC_ON_CPU)
 		unseen_switch_in(r, prev, now);
+	keep_tick(r, now);
 	exec = prev->se.sum_exec_runtime;
 	r->live.cpu_ns += exec - r->exec_ns;
 	r->live.cpu_at_ns = now;
@@ -576,10 +593,11 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now, __u32
 		*cs = slot;
 	if (!r)
 		return;
-	write_begin(r, now);
+	seq_bump(r);
 	/* Still on CPU in its record: it left unseen, and was runnable since (no wakeup). */
 	if (r->live.state == TC_ON_CPU)
 		unseen_switch_out(r, next, TC_RUNNABLE, now);
+	keep_tick(r, now);
 
 	enter_state(r, TC_ON_CPU, now);
 	r->exec_ns = next->se.sum_exec_runtime;
@@ -635,10 +653,11 @@ static __always_inline void woken(struct task_struct *p)
 	/* Woken before it got to switch out: still on CPU, and stays so. */
 	if (r->live.state == TC_ON_CPU && p->on_cpu)
 		return;
-	write_begin(r, now);
+	seq_bump(r);
 	/* On CPU in its record, yet not running: it left unseen, to wait for this wakeup. */
 	if (r->live.state == TC_ON_CPU)
 		unseen_switch_out(r, p, TC_SLEEPING, now);
+	keep_tick(r, now);
 
 	enter_state(r, TC_RUNNABLE, now);
 	write_end(r);
@@ -697,7 +716,7 @@ int BPF_PROG(on_timer, void *timer)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 cpu = bpf_get_smp_processor_id();
-	__u64 now, in, exec;
+	__u64 now, exec;
 	struct record *r;
 
 	if (!task->pid)
@@ -709,9 +728,7 @@ int BPF_PROG(on_timer, void *timer)
 	if (r->live.state == TC_ON_CPU && r->live.cpu == cpu && exec == r->exec_ns)
 		return 0;
 	now = bpf_ktime_get_ns();
-	in = came_in(r, task, now);
-	/* The view at the tick shows the thread on CPU if it came in before the tick. */
-	write_begin(r, in);
+	seq_bump(r);
 	if (r->live.state != TC_ON_CPU)
 		unseen_switch_in(r, task, now);
 	keep_tick(r, now);

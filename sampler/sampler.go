@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"time"
 
@@ -250,32 +251,51 @@ type armedTick struct {
 }
 
 // arm tells the kernel side the instant of the tick labelled wall, still to come. The
-// monotonic clock is read between two reads of the wall clock, again if the thread was
-// preempted in between: a tick named late or early by a preemption is a row interval
-// that long or short.
-func (s *Sampler) arm(wall time.Time) {
+// monotonic clock is read between two reads of the wall clock, again while the thread was
+// preempted or interrupted in between, keeping the closest pair: a tick named late or
+// early by half the gap is a row interval that much longer or shorter than its label says.
+// It reports false, arming nothing, when the instant has already passed (the sampler was
+// held up between choosing it and arming it): its rows would be taken later than labelled.
+func (s *Sampler) arm(wall time.Time) bool {
 	var mono uint64
 	var ahead time.Duration
-	for range 3 {
+	gap := time.Duration(math.MaxInt64)
+	for range 16 {
 		before := s.cfg.Wall()
-		mono = s.cfg.Mono()
+		m := s.cfg.Mono()
 		after := s.cfg.Wall()
-		ahead = wall.Sub(before.Add(after.Sub(before) / 2))
-		if after.Sub(before) < 20*time.Microsecond {
+		if g := after.Sub(before); g < gap {
+			gap, mono, ahead = g, m, wall.Sub(before.Add(g/2))
+		}
+		if gap < 2*time.Microsecond {
 			break
 		}
 	}
-	if ahead > 0 {
-		mono += uint64(ahead)
+	if ahead <= 0 {
+		return false
 	}
+	mono += uint64(ahead)
 	s.src.SetTick(mono)
 	s.armed = armedTick{wall: wall, mono: mono}
+	return true
 }
 
 // firstTickLead is how soon after Run starts its first tick is taken: longer than a
 // scheduler tick (10 ms at HZ=100), so that every thread running by then has hit a probe,
 // and a thread still only seeded from /proc is not running (see state.FromProc).
 const firstTickLead = 20 * time.Millisecond
+
+// settle is how long after a tick's instant its records are read. The kernel side puts
+// right a switch it was not told of at the next timer on that CPU, the scheduler's tick at
+// the latest (10 ms at HZ=100, later when the hypervisor holds the CPU), and keeps the
+// repaired view at the tick; read before that, the tick shows the thread that left still
+// on CPU beside the one that came in, and the CPU time of one interval in the next. Under
+// test/invariants' load, 12 ms still let that through at one run in eight (2.5 ms of CPU
+// time moved to the next tick); 30 ms, in none of ten. A quarter of the interval at most,
+// so that reading still ends well before the next tick.
+func settle(interval time.Duration) time.Duration {
+	return min(30*time.Millisecond, interval/4)
+}
 
 // Run takes a first tick at once, then ticks at every wall-clock multiple of the interval
 // until ctx ends. A tick that runs past the next boundary makes the sampler skip the
@@ -288,8 +308,10 @@ func (s *Sampler) Run(ctx context.Context) error {
 	// then told to the kernel side would miss the writes made in between, which under load
 	// can be many.
 	first := s.cfg.Wall().Add(firstTickLead)
-	s.arm(first)
-	time.Sleep(first.Sub(s.cfg.Wall()))
+	for !s.arm(first) {
+		first = s.cfg.Wall().Add(firstTickLead)
+	}
+	time.Sleep(first.Sub(s.cfg.Wall()) + settle(s.cfg.Interval))
 	if err := s.Tick(first); err != nil {
 		return err
 	}
@@ -305,6 +327,9 @@ func (s *Sampler) Run(ctx context.Context) error {
 			last = now.Truncate(s.cfg.Interval)
 		}
 		next := nextTick(now, s.cfg.Interval)
+		for !s.arm(next) {
+			next = next.Add(s.cfg.Interval)
+		}
 		if missed := int64(next.Sub(last)/s.cfg.Interval) - 1; missed > 0 {
 			s.stats.SkippedTicks += uint64(missed)
 			if s.slowLog.allow(s.cfg.Wall()) {
@@ -312,10 +337,9 @@ func (s *Sampler) Run(ctx context.Context) error {
 					Warn("ticks take longer than the sampling interval; skipping the ticks missed")
 			}
 		}
-		s.arm(next)
 		// The injected wall clock, not time.Until, so that a test's clock (or a wall clock
 		// stepped mid-loop) agrees with the ticks it labels.
-		timer.Reset(next.Sub(s.cfg.Wall()))
+		timer.Reset(next.Sub(s.cfg.Wall()) + settle(s.cfg.Interval))
 		select {
 		case <-ctx.Done():
 			s.writeSpans(s.cfg.Wall(), true)

@@ -221,6 +221,20 @@ func keys(m map[int32]state.Sample) []int32 {
 	return k
 }
 
+func TestPassedInstantIsNotArmed(t *testing.T) {
+	r := newRig(t, Filter{})
+	r.mono = 100*sec + 1
+	if r.s.arm(time.Unix(0, int64(100*sec))) {
+		t.Error("an instant already passed was armed")
+	}
+	if len(r.src.ticks) != 0 || r.s.armed != (armedTick{}) {
+		t.Errorf("told the kernel side of ticks %v, armed %+v", r.src.ticks, r.s.armed)
+	}
+	if !r.s.arm(time.Unix(0, int64(101*sec))) || len(r.src.ticks) != 1 || r.src.ticks[0] != 101*sec {
+		t.Errorf("an instant to come: kernel side told %v, want [%d]", r.src.ticks, 101*sec)
+	}
+}
+
 func TestTickIsArmedBeforeItComes(t *testing.T) {
 	r := newRig(t, Filter{})
 	r.mono = 99*sec + 500_000_000
