@@ -179,6 +179,8 @@ var goTypeWords = map[string]string{
 // explainTypeError turns one of the decoder's messages ("line 7: field fooo not found in
 // type config.OutputConfig") into one naming the file, line and key.
 func explainTypeError(name, msg string, keys map[int]string, cfg *Config) error {
+	// A key may hold a line break ("? 0\n\n 0"): escaped, the message stays one line.
+	msg = strings.ReplaceAll(msg, "\n", `\n`)
 	m := lineMsg.FindStringSubmatch(msg)
 	if m == nil {
 		return fmt.Errorf("%s: %s", name, msg)
@@ -196,7 +198,7 @@ func explainTypeError(name, msg string, keys map[int]string, cfg *Config) error 
 		}
 		text = fmt.Sprintf("%q is not %s", w[1], want)
 	}
-	return fmt.Errorf("%s:%s: %s: %s", name, m[1], key, text)
+	return fmt.Errorf("%s:%s: %s: %s", name, m[1], strings.ReplaceAll(key, "\n", `\n`), text)
 }
 
 // splitKey splits "output.max_age" into "output" and "max_age".
