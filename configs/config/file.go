@@ -122,7 +122,8 @@ func indexKeys(name string, n *yaml.Node, path string, keys map[int]string, cfg 
 		var errs []error
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			key := join(path, k.Value)
+			// A key may hold a line break ("? 0\n\n 0"): escaped, its messages stay one line.
+			key := join(path, strings.ReplaceAll(k.Value, "\n", `\n`))
 			if line, dup := seen[k.Value]; dup {
 				errs = append(errs, fmt.Errorf("%s:%d: %s: set twice (also on line %d): keep one", name, k.Line, key, line))
 			}
@@ -179,7 +180,7 @@ var goTypeWords = map[string]string{
 // explainTypeError turns one of the decoder's messages ("line 7: field fooo not found in
 // type config.OutputConfig") into one naming the file, line and key.
 func explainTypeError(name, msg string, keys map[int]string, cfg *Config) error {
-	// A key may hold a line break ("? 0\n\n 0"): escaped, the message stays one line.
+	// The decoder names such a key as it is (see indexKeys).
 	msg = strings.ReplaceAll(msg, "\n", `\n`)
 	m := lineMsg.FindStringSubmatch(msg)
 	if m == nil {
@@ -198,7 +199,7 @@ func explainTypeError(name, msg string, keys map[int]string, cfg *Config) error 
 		}
 		text = fmt.Sprintf("%q is not %s", w[1], want)
 	}
-	return fmt.Errorf("%s:%s: %s: %s", name, m[1], strings.ReplaceAll(key, "\n", `\n`), text)
+	return fmt.Errorf("%s:%s: %s: %s", name, m[1], key, text)
 }
 
 // splitKey splits "output.max_age" into "output" and "max_age".

@@ -22,7 +22,7 @@ func FuzzParseConfig(f *testing.F) {
 	for _, seed := range []string{
 		"", "hz: 2\n", "hz: [1]\n", "output: 3\n", "output:\n  max_age: 3d\n  nope: 1\n",
 		"pids: [1, x, 3]\n", "a: &a 1\nb: *a\n", "hz: 1\n---\nhz: 2\n", "{hz: 1, log: {level: debug}}",
-		"dir: \"\\x00\"\n", "hz: 1\nhz: 1\n", "? [a]\n: 1\n", "output:\n  file_mode: 0o755\n", "? 0\n\n 0",
+		"dir: \"\\x00\"\n", "hz: 1\nhz: 1\n", "? [a]\n: 1\n", "output:\n  file_mode: 0o755\n", "? 0\n\n 0", "? 0\n\n 0\n: 1\n? 0\n\n 0\n: 2\n",
 	} {
 		f.Add([]byte(seed))
 	}
