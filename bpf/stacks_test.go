@@ -23,23 +23,45 @@ func TestStacksOfUninterruptibleThreads(t *testing.T) {
 		{"off", Config{Stacks: StacksOff, UserStacks: true}, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := openTracker(t, tt.cfg)
-			p := workload.VforkParent(t, 5*time.Second)
-			th := find(t, tr, p.Pid, func(th *state.Thread) bool { return th.State == state.Uninterruptible })
-			for _, s := range []struct {
-				what string
-				id   uint16
-				want bool
-			}{{"kernel", th.KernelStack, tt.kernel}, {"user", th.UserStack, tt.usr}} {
-				frames, err := tr.Stack(s.id)
+			// A stack whose bucket in the stack map is taken is lost, and counted: the
+			// thread's record then holds none. That is the documented behaviour, not a
+			// fault, so a counted loss gets another vfork parent; an uncounted one fails.
+			for attempt := 1; ; attempt++ {
+				tr := openTracker(t, tt.cfg)
+				p := workload.VforkParent(t, 5*time.Second)
+				th := find(t, tr, p.Pid, func(th *state.Thread) bool { return th.State == state.Uninterruptible })
+				c, err := tr.Counters()
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := len(frames) > 0; got != s.want {
-					t.Errorf("vfork parent in D: %s stack %d has %d frames, want frames: %v", s.what, s.id, len(frames), s.want)
+				missing := tt.kernel && th.KernelStack == 0 || tt.usr && th.UserStack == 0
+				if missing && c.LostStacks > 0 && attempt < 3 {
+					t.Logf("attempt %d: a stack of the parent was lost (%d stacks lost): again", attempt, c.LostStacks)
+					continue
 				}
+				checkStacks(t, tr, th, tt.kernel, tt.usr, c.LostStacks)
+				return
 			}
 		})
+	}
+}
+
+// checkStacks says whether the thread's kernel and user stacks have frames as wanted.
+func checkStacks(t *testing.T, tr *Tracker, th state.Thread, kernel, usr bool, lost uint64) {
+	t.Helper()
+	for _, s := range []struct {
+		what string
+		id   uint16
+		want bool
+	}{{"kernel", th.KernelStack, kernel}, {"user", th.UserStack, usr}} {
+		frames, err := tr.Stack(s.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(frames) > 0; got != s.want {
+			t.Errorf("vfork parent in D: %s stack %d has %d frames, want frames: %v (stacks lost: %d)",
+				s.what, s.id, len(frames), s.want, lost)
+		}
 	}
 }
 
