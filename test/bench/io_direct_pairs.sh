@@ -1,7 +1,9 @@
 #!/bin/bash
 # What block I/O tracking costs a QD1 O_DIRECT read loop: threadcap at 1 Hz with io on and
-# with io off, alternated ROUNDS times; each run times dd's 4 KiB O_DIRECT reads of a file
-# on the disk under test. Prints reads/s per run and the per-pair ratios (on / off).
+# with io off, alternated ROUNDS times (which of the two goes first alternates too, so that
+# neither is always the one that reads the file after the other); each run times dd's 4 KiB
+# O_DIRECT reads of a file on the disk under test. Prints reads/s per run, the per-pair
+# ratios (on / off) and their median.
 #   sudo test/bench/io_direct_pairs.sh .bench/threadcap [FILE]
 # FILE (default /var/tmp/threadcap-io-bench.dat, 256 MiB, made once) decides the disk.
 set -euo pipefail
@@ -25,7 +27,16 @@ run() { # $1: io true|false; prints reads/s
 	echo "$reads / ($e - $s)" | bc -l
 }
 for r in $(seq "$rounds"); do
-	on=$(run true)
-	off=$(run false)
-	printf 'round %d: io on %.0f reads/s, io off %.0f reads/s, ratio %.3f\n' "$r" "$on" "$off" "$(echo "$on / $off" | bc -l)"
+	if [ $((r % 2)) = 1 ]; then
+		on=$(run true)
+		off=$(run false)
+	else
+		off=$(run false)
+		on=$(run true)
+	fi
+	ratio=$(echo "$on / $off" | bc -l)
+	echo "$ratio" >>"$work/ratios"
+	printf 'round %d: io on %.0f reads/s, io off %.0f reads/s, ratio %.3f\n' "$r" "$on" "$off" "$ratio"
 done
+sort -n "$work/ratios" | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+	printf "median ratio %.3f (range %.3f-%.3f) over %d pairs\n", m, v[1], v[NR], NR }'

@@ -3,14 +3,21 @@
 #
 # What the postgresql span presets cost PostgreSQL: pgbench's TPS with no tracer (none),
 # with threadcap without spans (nospans), with threadcap and `spans: [{preset:
-# postgresql}]` (preset), and with postgresql_buffers too (buffers: buffer_read's probes
-# fire at every buffer access, hits included), interleaved in every round (the order
-# rotates), on a throwaway cluster in a temp dir. Needs root and PostgreSQL (make
-# install-postgres). Prints one line per run and, per configuration, the median TPS and
-# the median of its per-round ratios to nospans, with their range.
+# postgresql}]` (preset), with postgresql_buffers too (buffers: buffer_read's probes fire
+# at every buffer access, hits included), and without spans and with kernel stacks off
+# (nostacks: what the default stack walk at each entry into D costs), interleaved in every
+# round (the order rotates), on a throwaway cluster in a temp dir. Needs root and
+# PostgreSQL (make install-postgres). Prints one line per run and, per configuration, the
+# median TPS and the median of its per-round ratios to nospans, with their range.
 #
 #   go build -o .bench/threadcap ./cmd/threadcap
 #   sudo ROUNDS=5 SECONDS_EACH=20 test/bench/pgbench_spans.sh .bench/threadcap
+#
+# CONFIGS picks the configurations (default: "none nospans preset buffers"; the ratios
+# need nospans). More rounds of fewer configurations pair the runs closer in time, which
+# is what a noisy machine needs. PGOPTIONS_SERVER adds server options, e.g. "-c
+# synchronous_commit=off": commits then wait for no disk flush and pgbench is CPU-bound,
+# the case where a tracer's cost shows most.
 set -eu
 tc=$(realpath "${1:?usage: $0 THREADCAP_BINARY}")
 rounds=${ROUNDS:-5}
@@ -28,16 +35,17 @@ stop() {
 trap stop EXIT INT TERM
 runuser -u postgres -- "$bin/initdb" -D "$tmp/data" -U postgres -A trust --no-sync >/dev/null
 runuser -u postgres -- "$bin/pg_ctl" -D "$tmp/data" -l "$tmp/log" -w \
-	-o "-p $port -k $tmp -c listen_addresses=127.0.0.1" start >/dev/null
+	-o "-p $port -k $tmp -c listen_addresses=127.0.0.1 ${PGOPTIONS_SERVER:-}" start >/dev/null
 pgb() { "$bin/pgbench" -h 127.0.0.1 -p "$port" -U postgres "$@" postgres; }
 pgb -i -q -s 10 >/dev/null 2>&1
 printf 'dir: %s/preset\nspans:\n  - preset: postgresql\n' "$tmp" >"$tmp/preset.yaml"
+printf 'dir: %s/nostacks\nstacks:\n  kernel: "off"\n' "$tmp" >"$tmp/nostacks.yaml"
 printf 'dir: %s/buffers\nspans:\n  - preset: postgresql\n  - preset: postgresql_buffers\n' "$tmp" >"$tmp/buffers.yaml"
 
-run() { # $1: none, nospans, preset or buffers; prints the TPS
+run() { # $1: none, nospans, preset, buffers or nostacks; prints the TPS
 	case $1 in
 	nospans) "$tc" run --config "" --dir "$tmp/nospans" --log-level warn & daemon=$! ;;
-	preset | buffers) "$tc" run --config "$tmp/$1.yaml" --log-level warn & daemon=$! ;;
+	preset | buffers | nostacks) "$tc" run --config "$tmp/$1.yaml" --log-level warn & daemon=$! ;;
 	esac
 	sleep 3
 	if [ -n "$daemon" ] && ! kill -0 "$daemon" 2>/dev/null; then
@@ -48,15 +56,18 @@ run() { # $1: none, nospans, preset or buffers; prints the TPS
 	if [ -n "$daemon" ]; then kill "$daemon"; wait "$daemon" || true; daemon=; fi
 }
 
-set -- none nospans preset buffers
+configs=${CONFIGS:-none nospans preset buffers}
+set -- $configs
 for r in $(seq 1 "$rounds"); do
 	for c in "$@"; do
 		echo "$r $c $(run "$c")"
 	done
-	set -- "$2" "$3" "$4" "$1" # rotate the order
+	first=$1
+	shift
+	set -- "$@" "$first" # rotate the order
 done | tee "$tmp/results"
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-for c in none nospans preset buffers; do
+for c in $configs; do
 	tps=$(awk -v c="$c" '$2 == c { print $3 }' "$tmp/results" | median)
 	ratios=$(awk -v c="$c" '$2 == "nospans" { base[$1] = $3 } $2 == c { tps[$1] = $3 }
 		END { for (r in tps) if (base[r] > 0) printf "%.3f\n", tps[r] / base[r] }' "$tmp/results" | sort -n)

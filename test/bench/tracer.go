@@ -19,13 +19,15 @@ type config struct {
 	// settings is a config file for the daemon that turns enrichments on or off; empty
 	// for the defaults, which are what the targets are about.
 	settings string
-	// floor attaches the empty programs instead.
-	floor bool
+	// floor attaches the empty programs instead: all of them, or with floorPassive
+	// those of passive mode's hooks (no raw_syscalls pair).
+	floor, floorPassive bool
 }
 
 const (
-	configNone  = "none"
-	configFloor = "floor"
+	configNone         = "none"
+	configFloor        = "floor"
+	configFloorPassive = "floor passive"
 )
 
 // enrichments are the daemon's settings whose cost the hot-path workloads show against
@@ -44,7 +46,8 @@ const configIOOff = "io off"
 // configs are the configurations of a run, in the order of the first round: the
 // enrichment variants run in full mode at the first rate.
 func configs(rates []int) []config {
-	cs := []config{{name: configNone}, {name: configFloor, floor: true}}
+	cs := []config{{name: configNone}, {name: configFloor, floor: true},
+		{name: configFloorPassive, floor: true, floorPassive: true}}
 	for _, mode := range []string{"full", "passive"} {
 		for _, hz := range rates {
 			cs = append(cs, config{name: fmt.Sprintf("%s %dHz", mode, hz), mode: mode, hz: hz})
@@ -85,7 +88,7 @@ type costMark struct {
 func attach(c config, opt options) (t tracer, startup time.Duration, err error) {
 	switch {
 	case c.floor:
-		h, err := floor.Attach()
+		h, err := floor.Attach(!c.floorPassive)
 		if err != nil {
 			return nil, 0, err
 		}

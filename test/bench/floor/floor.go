@@ -20,11 +20,20 @@ type Hooks struct {
 	links []link.Link
 }
 
-// Attach loads the empty programs and attaches every one. On error nothing stays attached.
-func Attach() (*Hooks, error) {
+// Attach loads the empty programs and attaches them: every one, or with syscalls false
+// all but the raw_syscalls pair, the hooks of threadcap's passive mode. On error nothing
+// stays attached.
+func Attach(syscalls bool) (*Hooks, error) {
 	spec, err := loadFloor()
 	if err != nil {
 		return nil, err
+	}
+	if !syscalls {
+		for name, p := range spec.Programs {
+			if p.AttachTo == "sys_enter" || p.AttachTo == "sys_exit" {
+				delete(spec.Programs, name)
+			}
+		}
 	}
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {

@@ -40,13 +40,27 @@ func TestSameHooksAsThreadcap(t *testing.T) {
 	}
 }
 
+// TestAttachAndClose attaches every program, then all but the raw_syscalls pair.
 func TestAttachAndClose(t *testing.T) {
 	privileged.Require(t)
-	h, err := Attach()
+	spec, err := loadFloor()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Close(); err != nil {
-		t.Fatalf("detaching the floor: %v", err)
+	all := len(spec.Programs)
+	for _, tt := range []struct {
+		syscalls bool
+		want     int
+	}{{true, all}, {false, all - 2}} {
+		h, err := Attach(tt.syscalls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.links) != tt.want {
+			t.Errorf("Attach(%v): %d programs attached, want %d", tt.syscalls, len(h.links), tt.want)
+		}
+		if err := h.Close(); err != nil {
+			t.Fatalf("detaching the floor: %v", err)
+		}
 	}
 }
