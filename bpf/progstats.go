@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cilium/ebpf"
 )
 
 // StatsEnabledPath is the sysctl that makes the kernel count every program's runs and run
@@ -29,15 +31,21 @@ type ProgramStats struct {
 	Runtime time.Duration
 }
 
-// ProgramStats returns the kernel's counts of each loaded program, by name.
+// ProgramStats returns the kernel's counts of each loaded program, by name: the tracker's
+// and, with Config.IO, the block I/O tracker's.
 func (t *Tracker) ProgramStats() ([]ProgramStats, error) {
 	var out []ProgramStats
-	for name, prog := range t.coll.Programs {
-		st, err := prog.Stats()
-		if err != nil {
-			return nil, fmt.Errorf("reading the run counts of %s: %w", name, err)
+	for _, coll := range []*ebpf.Collection{t.coll, t.io} {
+		if coll == nil {
+			continue
 		}
-		out = append(out, ProgramStats{Name: name, Runs: st.RunCount, Runtime: st.Runtime})
+		for name, prog := range coll.Programs {
+			st, err := prog.Stats()
+			if err != nil {
+				return nil, fmt.Errorf("reading the run counts of %s: %w", name, err)
+			}
+			out = append(out, ProgramStats{Name: name, Runs: st.RunCount, Runtime: st.Runtime})
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

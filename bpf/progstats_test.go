@@ -12,7 +12,7 @@ import (
 // test (as an operator would for the metrics) and back as it was: the programs' runs and
 // run time then grow as threads switch.
 func TestProgramStatsWhileTheKernelCountsRuns(t *testing.T) {
-	tr := openTracker(t, Config{})
+	tr := openTracker(t, Config{IO: true})
 	was, err := os.ReadFile(StatsEnabledPath)
 	if err != nil {
 		t.Fatal(err)
@@ -40,8 +40,11 @@ func TestProgramStatsWhileTheKernelCountsRuns(t *testing.T) {
 		time.Sleep(time.Millisecond) // a switch out and in each
 	}
 	after := runsOf()
-	if len(after) != len(tr.coll.Programs) {
-		t.Errorf("stats of %d programs, %d loaded", len(after), len(tr.coll.Programs))
+	if loaded := len(tr.coll.Programs) + len(tr.io.Programs); len(after) != loaded {
+		t.Errorf("stats of %d programs, %d loaded", len(after), loaded)
+	}
+	if _, ok := after["on_rq_complete"]; !ok {
+		t.Errorf("no stats of the block I/O programs among %v", after)
 	}
 	sw := "on_switch"
 	if _, ok := after[sw]; !ok {
