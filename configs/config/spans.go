@@ -42,8 +42,8 @@ const postgresqlBinaries = "/usr/lib/postgresql/*/bin/postgres"
 // presets are the built-in span sets. PostgreSQL's probes are documented in its
 // "Dynamic Tracing" chapter; Debian's server is built with them (--enable-dtrace).
 // buffer_read is a preset of its own: its probes fire at every buffer access, cache hits
-// included, which costs pgbench about a sixth of its TPS (BENCHMARKS.md), where the
-// others cost nothing measurable.
+// included, which costs pgbench 10-17% of its TPS, where the others cost about 3%
+// (BENCHMARKS.md).
 var presets = map[string][]SpanConfig{
 	"postgresql": {
 		{Name: "query", Start: "usdt postgresql:query__start", End: "usdt postgresql:query__done", TextArg: 1},

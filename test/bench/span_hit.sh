@@ -7,12 +7,14 @@
 # string argument) or end, CALLS times; timed without threadcap, with a span on the two
 # (text_arg on), and with a span without its text argument. Prints ns per hit (half a
 # start-end pair), each the median of ROUNDS runs, interleaved. Needs root and cc.
+# SITE=ret makes the two functions a bare ret, an instruction the kernel steps out of
+# line instead of emulating, as at the entry of some functions.
 #
 #   go build -o .bench/threadcap ./cmd/threadcap
 #   sudo test/bench/span_hit.sh .bench/threadcap
 set -euo pipefail
 tc=$(realpath "${1:?usage: span_hit.sh THREADCAP_BINARY}")
-calls=${CALLS:-500000} rounds=${ROUNDS:-5}
+calls=${CALLS:-500000} rounds=${ROUNDS:-5} site=${SITE:-nop}
 work=$(mktemp -d)
 daemon=
 cleanup() {
@@ -25,8 +27,13 @@ cat >"$work/loop.c" <<'C'
 #include <stdlib.h>
 #include <time.h>
 /* A nop, then ret: what a USDT site is to the kernel (sys/sdt.h emits a 1-byte nop). */
-__asm__(".text\n.globl site_start\n.type site_start,@function\nsite_start:\n nop\n ret\n"
-	".globl site_end\n.type site_end,@function\nsite_end:\n nop\n ret\n");
+#ifdef BARE_RET
+#define FIRST ""
+#else
+#define FIRST " nop\n"
+#endif
+__asm__(".text\n.globl site_start\n.type site_start,@function\nsite_start:\n" FIRST " ret\n"
+	".globl site_end\n.type site_end,@function\nsite_end:\n" FIRST " ret\n");
 void site_start(const char *query);
 void site_end(void);
 static char query[64] = "SELECT abalance FROM pgbench_accounts WHERE aid = 42;";
@@ -47,7 +54,11 @@ int main(int argc, char **argv)
 	return 0;
 }
 C
-cc -O2 -o "$work/loop" "$work/loop.c"
+case $site in
+nop) cc -O2 -o "$work/loop" "$work/loop.c" ;;
+ret) cc -O2 -DBARE_RET -o "$work/loop" "$work/loop.c" ;;
+*) echo "SITE is nop or ret" >&2; exit 2 ;;
+esac
 span() { # $1: extra line of the span
 	printf 'dir: %s/data\nspans:\n  - name: q\n    binary: %s/loop\n    start: entry site_start\n    end: entry site_end\n%s\n' \
 		"$work" "$work" "$1"

@@ -86,7 +86,7 @@ func (r *report) ioRatio(workload string, goal float64) (string, bool, bool) {
 }
 
 func (r *report) targetTable(w io.Writer) {
-	tableHead(w, "Targets (issues #2 and #3)",
+	tableHead(w, "Targets (issues #2, #3, #18 and #21)",
 		"Each is the worst median over the configurations it applies to (every rate; every syscall mode unless named).",
 		"| target | goal | measured (worst) | met |", "|---|---|---|---|")
 	for _, t := range targets {
