@@ -164,14 +164,20 @@ func pauseCauseOf(err error) *pauseCause {
 
 // pause logs the first tick that cannot write; the ticks after it only count their rows.
 // It is called before the dropped rows of that tick are counted, so that they are part of
-// the total logged on resume.
+// the total logged on resume. A pause for a plain write error that turns out to have a
+// cause of its own is said once more, by that cause: ext4 failing with errors=remount-ro
+// fails the sync with EIO first, and every write after it with EROFS. So at most two
+// lines a pause, and the resume is the cause's.
 func (w *Writer) pause(cause *pauseCause, fields logrus.Fields) {
-	if w.paused != nil {
-		return // the first cause is logged; its resume covers this one
+	switch {
+	case w.paused == nil:
+		w.pausedAt = w.dropped.Load()
+	case w.paused == causeWriteError && cause != causeWriteError:
+	default:
+		return // logged already; its resume covers this one
 	}
 	w.paused = cause
 	w.pausedNow.Store(cause)
-	w.pausedAt = w.dropped.Load()
 	w.log.WithFields(fields).Warn(cause.stop)
 	// Compressing a finished hour may be what frees the space.
 	w.kickMaintenance()

@@ -78,3 +78,39 @@ func TestWriteErrorPausesAndRetries(t *testing.T) {
 		t.Errorf("writing again logged %d times, want once", n)
 	}
 }
+
+// TestPauseNamesTheCauseOnceKnown follows ext4 failing under the writer: the sync fails
+// with EIO (a plain write error), then every write with EROFS. Both are said, once each;
+// Stats and the resume give the read-only cause; nothing after it is said again.
+func TestPauseNamesTheCauseOnceKnown(t *testing.T) {
+	cfg, _, hook := testConfig(t.TempDir(), time.Date(2026, 11, 24, 21, 0, 0, 0, time.UTC))
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.mu.Lock()
+	for _, err := range []error{unix.EIO, unix.EROFS, unix.EIO, unix.EROFS, unix.ENOSPC} {
+		w.pause(pauseCauseOf(err), nil)
+	}
+	if got := w.Stats().Paused; got != PausedReadOnly {
+		t.Errorf("Stats says paused %q, want %q", got, PausedReadOnly)
+	}
+	w.resume()
+	w.mu.Unlock()
+	for _, c := range []struct {
+		level logrus.Level
+		msg   string
+		want  int
+	}{
+		{logrus.WarnLevel, causeWriteError.stop, 1},
+		{logrus.WarnLevel, causeReadOnly.stop, 1},
+		{logrus.WarnLevel, causeNoSpace.stop, 0},
+		{logrus.InfoLevel, causeReadOnly.resume, 1},
+		{logrus.InfoLevel, causeWriteError.resume, 0},
+	} {
+		if n := countLogs(hook, c.level, c.msg); n != c.want {
+			t.Errorf("%q logged %d times, want %d", c.msg, n, c.want)
+		}
+	}
+}
