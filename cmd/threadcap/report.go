@@ -34,7 +34,8 @@ type reportConfig struct {
 	// Folded prints folded stacks instead of a breakdown.
 	Folded bool
 	// Latency prints, per span, percentiles and the split of wall time, from the spans
-	// files, instead of a breakdown.
+	// files, and per disk and operation the percentiles of time queued and at the device,
+	// from the io files, instead of a breakdown.
 	Latency bool
 	// Readers is who may read the files: the config file and its output.group, for the
 	// advice when they cannot be read.
@@ -86,7 +87,7 @@ func parseReportFlags(args []string, now time.Time, usage io.Writer) (reportConf
 	fs.IntVar(&cfg.Query.Top, "top", cfg.Query.Top, "groups to list (0: all)")
 	fs.StringVar(&timeline, "timeline", "", "minute or second: active threads per minute or second by state, instead of groups")
 	fs.StringVar(&format, "format", report.FormatTable, "table, csv or json")
-	fs.BoolVar(&cfg.Latency, "latency", false, "per span (spans in the config): count, p50/p90/p99 of wall and on-CPU time, and the average split of wall time")
+	fs.BoolVar(&cfg.Latency, "latency", false, "per span (spans in the config): count, p50/p90/p99 of wall and on-CPU time, and the average split of wall time; per disk and operation (io on): requests and p50/p90/p99 of time queued and at the device (table and json; csv has the spans)")
 	fs.BoolVar(&cfg.Folded, "folded", false, "folded stacks of the rows that have one (process;user frames;kernel frames count), for flame graph tools")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -150,11 +151,11 @@ func defaultReportDir() string {
 // reading the files.
 func runReport(cfg reportConfig, out io.Writer) error {
 	if cfg.Latency {
-		spans, err := report.Latency(cfg.Dir, cfg.Query.Window)
+		lat, err := report.Latency(cfg.Dir, cfg.Query.Window)
 		if err != nil {
 			return cfg.Readers.explain(err)
 		}
-		return report.RenderLatency(out, spans, cfg.Query.Window, cfg.Format)
+		return report.RenderLatency(out, lat, cfg.Query.Window, cfg.Format)
 	}
 	if cfg.Folded {
 		stacks, _, err := report.Folded(cfg.Dir, cfg.Query)

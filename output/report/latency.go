@@ -33,63 +33,106 @@ type SpanLatency struct {
 // Percentile is the upper bound, in µs, of the log2 bucket that holds the spans' p-th
 // percentile (0 < p <= 1) in h: the p50 of spans of 5 to 6 ms is 8.192 ms.
 func (l *SpanLatency) Percentile(h *[state.SpanBuckets]uint64, p float64) int64 {
+	return bucketPercentile(h, l.Count, p)
+}
+
+// bucketPercentile is the upper bound, in µs, of the log2 bucket of h (count in all) that
+// holds the p-th percentile. Spans and block requests share the buckets.
+func bucketPercentile(h *[state.IOBuckets]uint64, count int64, p float64) int64 {
 	var below uint64
 	for b, n := range h {
 		below += n
-		if float64(below) >= p*float64(l.Count) && below > 0 {
+		if float64(below) >= p*float64(count) && below > 0 {
 			return 1 << b
 		}
 	}
 	return 0
 }
 
-// Latency reads the spans files of dir for the minutes in w, by span, the slowest (most
-// wall time in all) first.
-func Latency(dir string, w Window) ([]SpanLatency, error) {
+// DiskLatency is what the block requests of one disk and operation that completed in a
+// window added up to, from the io files.
+type DiskLatency struct {
+	Disk, Op              string
+	Requests, Bytes       int64
+	QueueUs, DeviceUs     int64
+	QueueHist, DeviceHist [state.IOBuckets]uint64
+}
+
+// Percentile is the upper bound, in µs, of the log2 bucket of h holding the p-th percentile.
+func (d *DiskLatency) Percentile(h *[state.IOBuckets]uint64, p float64) int64 {
+	return bucketPercentile(h, d.Requests, p)
+}
+
+// Latencies is the latency view: spans from the spans files, disks from the io files.
+type Latencies struct {
+	Spans []SpanLatency
+	Disks []DiskLatency
+}
+
+// Latency reads the spans and io files of dir for the minutes in w: by span, the slowest
+// (most wall time in all) first, and by disk and operation, the most device time first.
+func Latency(dir string, w Window) (Latencies, error) {
 	all, err := hourfile.List(dir)
 	if err != nil {
-		return nil, fmt.Errorf("listing spans files: %w", err)
+		return Latencies{}, fmt.Errorf("listing spans and io files: %w", err)
 	}
-	by := map[string]*SpanLatency{}
+	spans, disks := map[string]*SpanLatency{}, map[[2]string]*DiskLatency{}
 	var malformed int64
 	read := 0
 	for _, f := range all {
-		if f.Kind != hourfile.Spans || !f.Readable() || !f.Hour.Before(w.To) || !f.Hour.Add(time.Hour).After(w.From) {
+		if (f.Kind != hourfile.Spans && f.Kind != hourfile.IO) || !f.Readable() ||
+			!f.Hour.Before(w.To) || !f.Hour.Add(time.Hour).After(w.From) {
 			continue
 		}
 		read++
+		kind, columns, add := "spans", output.SpanColumns, func(col map[string]int, fields [][]byte) bool {
+			return addSpanRow(spans, col, fields, w)
+		}
+		if f.Kind == hourfile.IO {
+			kind, columns, add = "io", output.IOColumns, func(col map[string]int, fields [][]byte) bool {
+				return addDiskRow(disks, col, fields, w)
+			}
+		}
 		var col map[string]int
 		err := eachRecord(f.Path, &malformed, func(h [][]byte) error {
 			col = map[string]int{}
 			for i, name := range h {
 				col[string(name)] = i
 			}
-			for _, c := range output.SpanColumns {
+			for _, c := range columns {
 				if _, ok := col[c.Name]; !ok {
-					return fmt.Errorf("not a spans file: no column %s", c.Name)
+					return fmt.Errorf("not a %s file: no column %s", kind, c.Name)
 				}
 			}
 			return nil
-		}, func(fields [][]byte) bool {
-			return addSpanRow(by, col, fields, w)
-		})
+		}, func(fields [][]byte) bool { return add(col, fields) })
 		if err != nil {
-			return nil, err
+			return Latencies{}, err
 		}
 	}
 	if read == 0 {
-		return nil, fmt.Errorf("no spans file in %s covers %s to %s: spans are recorded when the config has spans",
+		return Latencies{}, fmt.Errorf("no spans or io file in %s covers %s to %s: spans are recorded when the config has spans, block requests when io is on",
 			dir, w.From.Format(time.RFC3339), w.To.Format(time.RFC3339))
 	}
-	out := make([]SpanLatency, 0, len(by))
-	for _, l := range by {
-		out = append(out, *l)
+	var out Latencies
+	for _, l := range spans {
+		out.Spans = append(out.Spans, *l)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].WallUs != out[j].WallUs {
-			return out[i].WallUs > out[j].WallUs
+	sort.Slice(out.Spans, func(i, j int) bool {
+		if out.Spans[i].WallUs != out.Spans[j].WallUs {
+			return out.Spans[i].WallUs > out.Spans[j].WallUs
 		}
-		return out[i].Span < out[j].Span
+		return out.Spans[i].Span < out.Spans[j].Span
+	})
+	for _, d := range disks {
+		out.Disks = append(out.Disks, *d)
+	}
+	sort.Slice(out.Disks, func(i, j int) bool {
+		a, b := &out.Disks[i], &out.Disks[j]
+		if a.DeviceUs != b.DeviceUs {
+			return a.DeviceUs > b.DeviceUs
+		}
+		return a.Disk+" "+a.Op < b.Disk+" "+b.Op
 	})
 	return out, nil
 }
@@ -121,16 +164,50 @@ func addSpanRow(by map[string]*SpanLatency, col map[string]int, fields [][]byte,
 		}
 		*ints[i] += v
 	}
-	for c, h := range map[string]*[state.SpanBuckets]uint64{"wall_hist": &l.WallHist, "on_cpu_hist": &l.CPUHist} {
-		for b, f := range strings.Fields(string(fields[col[c]])) {
-			n, err := strconv.ParseUint(f, 10, 64)
-			if err != nil || b >= state.SpanBuckets {
-				return false
-			}
-			h[b] += n
+	return addHist(&l.WallHist, fields[col["wall_hist"]]) && addHist(&l.CPUHist, fields[col["on_cpu_hist"]])
+}
+
+// addHist adds a histogram column (space-separated bucket counts) to h; false when it is
+// malformed.
+func addHist(h *[state.IOBuckets]uint64, field []byte) bool {
+	for b, f := range strings.Fields(string(field)) {
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil || b >= len(h) {
+			return false
 		}
+		h[b] += n
 	}
 	return true
+}
+
+// addDiskRow adds one row of an io file to its disk and operation, when its minute is in
+// w; false for a malformed row.
+func addDiskRow(by map[[2]string]*DiskLatency, col map[string]int, fields [][]byte, w Window) bool {
+	if len(fields) < len(col) {
+		return false
+	}
+	minute, err := time.Parse(hourfile.TimeLayout, string(fields[col["minute"]]))
+	if err != nil {
+		return false
+	}
+	if minute.Before(w.From) || !minute.Before(w.To) {
+		return true
+	}
+	key := [2]string{strings.TrimPrefix(string(fields[col["disk"]]), "'"), string(fields[col["op"]])}
+	d := by[key]
+	if d == nil {
+		d = &DiskLatency{Disk: key[0], Op: key[1]}
+		by[key] = d
+	}
+	ints := []*int64{&d.Requests, &d.Bytes, &d.QueueUs, &d.DeviceUs}
+	for i, c := range []string{"requests", "bytes", "queue_us", "device_us"} {
+		v, ok := atoi(fields[col[c]])
+		if !ok {
+			return false
+		}
+		*ints[i] += v
+	}
+	return addHist(&d.QueueHist, fields[col["queue_hist"]]) && addHist(&d.DeviceHist, fields[col["device_hist"]])
 }
 
 // latencyColumns are the latency view's columns, in every format.
@@ -152,34 +229,75 @@ func latencyRow(l *SpanLatency) []string {
 		share(l.PartUs[0]), share(l.PartUs[1]), share(l.PartUs[2]), share(l.PartUs[3])}
 }
 
+// diskColumns are the disks' columns of the latency view.
+var diskColumns = []string{"disk", "op", "requests", "mb", "avg_queue_ms", "avg_device_ms",
+	"queue_p50_ms", "queue_p90_ms", "queue_p99_ms", "device_p50_ms", "device_p90_ms", "device_p99_ms"}
+
+// diskRow is one disk and operation's values in diskColumns' order.
+func diskRow(d *DiskLatency) []string {
+	ms := func(us int64) string { return strconv.FormatFloat(float64(us)/1000, 'f', 3, 64) }
+	n := max(d.Requests, 1)
+	return []string{d.Disk, d.Op, strconv.FormatInt(d.Requests, 10), strconv.FormatFloat(float64(d.Bytes)/1e6, 'f', 1, 64),
+		ms(d.QueueUs / n), ms(d.DeviceUs / n),
+		ms(d.Percentile(&d.QueueHist, 0.5)), ms(d.Percentile(&d.QueueHist, 0.9)), ms(d.Percentile(&d.QueueHist, 0.99)),
+		ms(d.Percentile(&d.DeviceHist, 0.5)), ms(d.Percentile(&d.DeviceHist, 0.9)), ms(d.Percentile(&d.DeviceHist, 0.99))}
+}
+
 // RenderLatency writes the latency view: per span, its count, the percentiles of wall and
-// on-CPU time, and the average split of its wall time.
-func RenderLatency(w io.Writer, spans []SpanLatency, win Window, format string) error {
+// on-CPU time, and the average split of its wall time; per disk and operation, its
+// requests and the percentiles of their time queued and at the device. CSV, being one
+// table, has the spans only (the io files themselves are CSV, by minute).
+func RenderLatency(w io.Writer, lat Latencies, win Window, format string) error {
 	switch format {
 	case FormatCSV:
 		cw := csv.NewWriter(w)
 		_ = cw.Write(latencyColumns)
-		for i := range spans {
-			_ = cw.Write(latencyRow(&spans[i]))
+		for i := range lat.Spans {
+			_ = cw.Write(latencyRow(&lat.Spans[i]))
 		}
 		cw.Flush()
 		return cw.Error()
 	case FormatJSON:
-		rows := make([]map[string]string, len(spans))
-		for i := range spans {
-			rows[i] = map[string]string{}
-			for j, v := range latencyRow(&spans[i]) {
-				rows[i][latencyColumns[j]] = v
-			}
+		spans := make([]map[string]string, len(lat.Spans))
+		for i := range lat.Spans {
+			spans[i] = named(latencyColumns, latencyRow(&lat.Spans[i]))
 		}
-		return json.NewEncoder(w).Encode(map[string]any{"from": win.From, "to": win.To, "spans": rows})
+		disks := make([]map[string]string, len(lat.Disks))
+		for i := range lat.Disks {
+			disks[i] = named(diskColumns, diskRow(&lat.Disks[i]))
+		}
+		return json.NewEncoder(w).Encode(map[string]any{"from": win.From, "to": win.To, "spans": spans, "disks": disks})
 	}
-	fmt.Fprintf(w, "%s to %s: spans ended, percentiles as log2 bucket upper bounds\n\n",
+	fmt.Fprintf(w, "%s to %s: spans ended and block requests completed, percentiles as log2 bucket upper bounds\n",
 		win.From.Format("2006-01-02 15:04:05 -07:00"), win.To.Format("2006-01-02 15:04:05 -07:00"))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "SPAN\tSPANS\tAVG ms\tWALL p50\tp90\tp99\tCPU p50\tp90\tp99\tON CPU\tRUNNABLE\tSLEEPING\tD\t")
-	for i := range spans {
-		fmt.Fprintln(tw, strings.Join(latencyRow(&spans[i]), "\t")+"\t")
+	if len(lat.Spans) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "SPAN\tSPANS\tAVG ms\tWALL p50\tp90\tp99\tCPU p50\tp90\tp99\tON CPU\tRUNNABLE\tSLEEPING\tD\t")
+		for i := range lat.Spans {
+			fmt.Fprintln(tw, strings.Join(latencyRow(&lat.Spans[i]), "\t")+"\t")
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
-	return tw.Flush()
+	if len(lat.Disks) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "DISK\tOP\tREQUESTS\tMB\tAVG QUEUE ms\tAVG DEVICE ms\tQUEUE p50\tp90\tp99\tDEVICE p50\tp90\tp99\t")
+		for i := range lat.Disks {
+			fmt.Fprintln(tw, strings.Join(diskRow(&lat.Disks[i]), "\t")+"\t")
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+// named pairs a row's values with their columns.
+func named(columns, row []string) map[string]string {
+	m := make(map[string]string, len(columns))
+	for i, v := range row {
+		m[columns[i]] = v
+	}
+	return m
 }

@@ -5,6 +5,9 @@ package report
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,16 +36,27 @@ func TestLatency(t *testing.T) {
 		if err := w.WriteSpans(minute, []state.SpanMinute{q, l}); err != nil {
 			t.Fatal(err)
 		}
+		// 100 reads a minute of 4 KiB: 98 at the device for 64-128 µs (bucket 7), two for
+		// 8-16 ms (bucket 14), all queued under 1 µs; and one flush.
+		r := state.DiskIO{Disk: "vda", Op: state.IORead, IOStat: state.IOStat{Requests: 100, Bytes: 409600,
+			QueueNs: 50_000, DeviceNs: 98*100_000 + 2*10_000_000}}
+		r.QueueHist[0], r.DeviceHist[7], r.DeviceHist[14] = 100, 98, 2
+		f := state.DiskIO{Disk: "vda", Op: state.IOFlush, IOStat: state.IOStat{Requests: 1, DeviceNs: 2_000_000}}
+		f.QueueHist[0], f.DeviceHist[11] = 1, 1
+		if err := w.WriteIO(minute, []state.DiskIO{f, r}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	// The last two minutes.
 	win := Window{From: first.Add(time.Minute), To: first.Add(3 * time.Minute)}
-	got, err := Latency(dir, win)
+	lat, err := Latency(dir, win)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := lat.Spans
 	if len(got) != 2 || got[0].Span != "query" || got[0].Count != 20 || got[1].Span != "lock_wait" || got[1].Count != 2 {
 		t.Fatalf("latency %+v, want query (20) then lock_wait (2)", got)
 	}
@@ -51,7 +65,7 @@ func TestLatency(t *testing.T) {
 		t.Errorf("wall p50 %d p90 %d p99 %d µs, want 8192, 8192 and 131072", p50, p90, p99)
 	}
 	var out bytes.Buffer
-	if err := RenderLatency(&out, got, win, FormatCSV); err != nil {
+	if err := RenderLatency(&out, lat, win, FormatCSV); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&out).ReadAll()
@@ -65,6 +79,35 @@ func TestLatency(t *testing.T) {
 		}
 	}
 	if _, err := Latency(t.TempDir(), win); err == nil {
-		t.Error("a directory without spans files gave no error")
+		t.Error("a directory without spans or io files gave no error")
+	}
+
+	// The disks: the read first (more time at the device), then the flush.
+	if len(lat.Disks) != 2 || lat.Disks[0].Op != "read" || lat.Disks[1].Op != "flush" {
+		t.Fatalf("disks %+v, want vda read then vda flush", lat.Disks)
+	}
+	out.Reset()
+	if err := RenderLatency(&out, lat, win, FormatTable); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("latency view:\n%s", out.String())
+	var read []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "vda" && f[1] == "read" {
+			read = f
+		}
+	}
+	wantRead := []string{"vda", "read", "200", "0.8", "0.000", "0.298", "0.001", "0.001", "0.001", "0.128", "0.128", "16.384"}
+	if !slices.Equal(read, wantRead) {
+		t.Errorf("the text view's vda read row is %q, want %q", read, wantRead)
+	}
+	out.Reset()
+	if err := RenderLatency(&out, lat, win, FormatJSON); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct{ Spans, Disks []map[string]string }
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Spans) != 2 || len(doc.Disks) != 2 ||
+		doc.Disks[0]["device_p99_ms"] != "16.384" {
+		t.Errorf("json %s (%v): want 2 spans and 2 disks, the read's device p99 16.384", out.String(), err)
 	}
 }
