@@ -928,18 +928,27 @@ static __always_inline __s64 span_arg(struct pt_regs *ctx, struct tc_arg *a)
 	return (v << shift) >> shift;
 }
 
-/* The thread's cumulative time per span part at now: stopped counts as sleeping. */
+/*
+ * The thread's cumulative time per span part at now: stopped counts as sleeping. On CPU is
+ * the kernel's count of its CPU time, as rows show it; time the scheduler had it on a CPU
+ * that the kernel did not count (the hypervisor took the CPU, or a switch reached no
+ * event) it spent waiting for a CPU, so it is runnable.
+ */
 static __always_inline void span_parts_at(struct record *r, __u64 now, __u64 *parts)
 {
 	struct tc_view *v = &r->live;
 	__u64 in_state = now > v->since_ns ? now - v->since_ns : 0;
+	__u64 on_cpu = v->state_ns[TC_ON_CPU], cpu = v->cpu_ns, from = counted_to(r);
 
-	parts[TC_ON_CPU] = v->state_ns[TC_ON_CPU];
 	parts[TC_RUNNABLE] = v->state_ns[TC_RUNNABLE];
 	parts[TC_SLEEPING] = v->state_ns[TC_SLEEPING] + v->state_ns[TC_STOPPED];
 	parts[TC_UNINTERRUPTIBLE] = v->state_ns[TC_UNINTERRUPTIBLE];
 	switch (v->state) {
 	case TC_ON_CPU:
+		on_cpu += in_state;
+		if (now > from)
+			cpu += now - from;
+		break;
 	case TC_RUNNABLE:
 	case TC_SLEEPING:
 	case TC_UNINTERRUPTIBLE:
@@ -951,6 +960,9 @@ static __always_inline void span_parts_at(struct record *r, __u64 now, __u64 *pa
 	default:
 		break;
 	}
+	parts[TC_ON_CPU] = cpu;
+	if (on_cpu > cpu)
+		parts[TC_RUNNABLE] += on_cpu - cpu;
 }
 
 /* The log2 histogram bucket of ns, in microseconds: 0 under 1 µs, b for [2^(b-1), 2^b). */
