@@ -140,15 +140,9 @@ func Latency(dir string, w Window) (Latencies, error) {
 // addSpanRow adds one row of a spans file to its span, when its minute is in w; false
 // for a malformed row.
 func addSpanRow(by map[string]*SpanLatency, col map[string]int, fields [][]byte, w Window) bool {
-	if len(fields) < len(col) {
-		return false
-	}
-	minute, err := time.Parse(hourfile.TimeLayout, string(fields[col["minute"]]))
-	if err != nil {
-		return false
-	}
-	if minute.Before(w.From) || !minute.Before(w.To) {
-		return true
+	in, ok := minuteIn(col, fields, w)
+	if !in {
+		return ok
 	}
 	name := strings.TrimPrefix(string(fields[col["span"]]), "'")
 	l := by[name]
@@ -156,15 +150,34 @@ func addSpanRow(by map[string]*SpanLatency, col map[string]int, fields [][]byte,
 		l = &SpanLatency{Span: name}
 		by[name] = l
 	}
-	ints := []*int64{&l.Count, &l.WallUs, &l.PartUs[0], &l.PartUs[1], &l.PartUs[2], &l.PartUs[3]}
-	for i, c := range []string{"count", "wall_us", "on_cpu_us", "runnable_us", "sleeping_us", "uninterruptible_us"} {
+	return addInts(col, fields, map[string]*int64{"count": &l.Count, "wall_us": &l.WallUs,
+		"on_cpu_us": &l.PartUs[0], "runnable_us": &l.PartUs[1], "sleeping_us": &l.PartUs[2], "uninterruptible_us": &l.PartUs[3]}) &&
+		addHist(&l.WallHist, fields[col["wall_hist"]]) && addHist(&l.CPUHist, fields[col["on_cpu_hist"]])
+}
+
+// minuteIn says whether a spans or io file's row is of a minute in w; ok is false for a
+// malformed row.
+func minuteIn(col map[string]int, fields [][]byte, w Window) (in, ok bool) {
+	if len(fields) < len(col) {
+		return false, false
+	}
+	minute, err := time.Parse(hourfile.TimeLayout, string(fields[col["minute"]]))
+	if err != nil {
+		return false, false
+	}
+	return !minute.Before(w.From) && minute.Before(w.To), true
+}
+
+// addInts adds the integer columns of a row to their sums; false when one is malformed.
+func addInts(col map[string]int, fields [][]byte, sums map[string]*int64) bool {
+	for c, sum := range sums {
 		v, ok := atoi(fields[col[c]])
 		if !ok {
 			return false
 		}
-		*ints[i] += v
+		*sum += v
 	}
-	return addHist(&l.WallHist, fields[col["wall_hist"]]) && addHist(&l.CPUHist, fields[col["on_cpu_hist"]])
+	return true
 }
 
 // addHist adds a histogram column (space-separated bucket counts) to h; false when it is
@@ -183,15 +196,9 @@ func addHist(h *[state.IOBuckets]uint64, field []byte) bool {
 // addDiskRow adds one row of an io file to its disk and operation, when its minute is in
 // w; false for a malformed row.
 func addDiskRow(by map[[2]string]*DiskLatency, col map[string]int, fields [][]byte, w Window) bool {
-	if len(fields) < len(col) {
-		return false
-	}
-	minute, err := time.Parse(hourfile.TimeLayout, string(fields[col["minute"]]))
-	if err != nil {
-		return false
-	}
-	if minute.Before(w.From) || !minute.Before(w.To) {
-		return true
+	in, ok := minuteIn(col, fields, w)
+	if !in {
+		return ok
 	}
 	key := [2]string{strings.TrimPrefix(string(fields[col["disk"]]), "'"), string(fields[col["op"]])}
 	d := by[key]
@@ -199,15 +206,9 @@ func addDiskRow(by map[[2]string]*DiskLatency, col map[string]int, fields [][]by
 		d = &DiskLatency{Disk: key[0], Op: key[1]}
 		by[key] = d
 	}
-	ints := []*int64{&d.Requests, &d.Bytes, &d.QueueUs, &d.DeviceUs}
-	for i, c := range []string{"requests", "bytes", "queue_us", "device_us"} {
-		v, ok := atoi(fields[col[c]])
-		if !ok {
-			return false
-		}
-		*ints[i] += v
-	}
-	return addHist(&d.QueueHist, fields[col["queue_hist"]]) && addHist(&d.DeviceHist, fields[col["device_hist"]])
+	return addInts(col, fields, map[string]*int64{"requests": &d.Requests, "bytes": &d.Bytes,
+		"queue_us": &d.QueueUs, "device_us": &d.DeviceUs}) &&
+		addHist(&d.QueueHist, fields[col["queue_hist"]]) && addHist(&d.DeviceHist, fields[col["device_hist"]])
 }
 
 // latencyColumns are the latency view's columns, in every format.
@@ -248,56 +249,55 @@ func diskRow(d *DiskLatency) []string {
 // requests and the percentiles of their time queued and at the device. CSV, being one
 // table, has the spans only (the io files themselves are CSV, by minute).
 func RenderLatency(w io.Writer, lat Latencies, win Window, format string) error {
+	spans := make([][]string, len(lat.Spans))
+	for i := range lat.Spans {
+		spans[i] = latencyRow(&lat.Spans[i])
+	}
+	disks := make([][]string, len(lat.Disks))
+	for i := range lat.Disks {
+		disks[i] = diskRow(&lat.Disks[i])
+	}
 	switch format {
 	case FormatCSV:
 		cw := csv.NewWriter(w)
 		_ = cw.Write(latencyColumns)
-		for i := range lat.Spans {
-			_ = cw.Write(latencyRow(&lat.Spans[i]))
-		}
-		cw.Flush()
+		_ = cw.WriteAll(spans)
 		return cw.Error()
 	case FormatJSON:
-		spans := make([]map[string]string, len(lat.Spans))
-		for i := range lat.Spans {
-			spans[i] = named(latencyColumns, latencyRow(&lat.Spans[i]))
-		}
-		disks := make([]map[string]string, len(lat.Disks))
-		for i := range lat.Disks {
-			disks[i] = named(diskColumns, diskRow(&lat.Disks[i]))
-		}
-		return json.NewEncoder(w).Encode(map[string]any{"from": win.From, "to": win.To, "spans": spans, "disks": disks})
+		return json.NewEncoder(w).Encode(map[string]any{"from": win.From, "to": win.To,
+			"spans": named(latencyColumns, spans), "disks": named(diskColumns, disks)})
 	}
 	fmt.Fprintf(w, "%s to %s: spans ended and block requests completed, percentiles as log2 bucket upper bounds\n",
 		win.From.Format("2006-01-02 15:04:05 -07:00"), win.To.Format("2006-01-02 15:04:05 -07:00"))
-	if len(lat.Spans) > 0 {
-		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "SPAN\tSPANS\tAVG ms\tWALL p50\tp90\tp99\tCPU p50\tp90\tp99\tON CPU\tRUNNABLE\tSLEEPING\tD\t")
-		for i := range lat.Spans {
-			fmt.Fprintln(tw, strings.Join(latencyRow(&lat.Spans[i]), "\t")+"\t")
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	if err := table(w, "SPAN\tSPANS\tAVG ms\tWALL p50\tp90\tp99\tCPU p50\tp90\tp99\tON CPU\tRUNNABLE\tSLEEPING\tD", spans); err != nil {
+		return err
 	}
-	if len(lat.Disks) > 0 {
-		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "DISK\tOP\tREQUESTS\tMB\tAVG QUEUE ms\tAVG DEVICE ms\tQUEUE p50\tp90\tp99\tDEVICE p50\tp90\tp99\t")
-		for i := range lat.Disks {
-			fmt.Fprintln(tw, strings.Join(diskRow(&lat.Disks[i]), "\t")+"\t")
-		}
-		return tw.Flush()
-	}
-	return nil
+	return table(w, "DISK\tOP\tREQUESTS\tMB\tAVG QUEUE ms\tAVG DEVICE ms\tQUEUE p50\tp90\tp99\tDEVICE p50\tp90\tp99", disks)
 }
 
-// named pairs a row's values with their columns.
-func named(columns, row []string) map[string]string {
-	m := make(map[string]string, len(columns))
-	for i, v := range row {
-		m[columns[i]] = v
+// table writes rows under head (tab-separated), right-aligned, after a blank line; nothing
+// when there are no rows.
+func table(w io.Writer, head string, rows [][]string) error {
+	if len(rows) == 0 {
+		return nil
 	}
-	return m
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, head+"\t")
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
+	}
+	return tw.Flush()
+}
+
+// named pairs each row's values with their columns.
+func named(columns []string, rows [][]string) []map[string]string {
+	out := make([]map[string]string, len(rows))
+	for i, row := range rows {
+		out[i] = make(map[string]string, len(columns))
+		for j, v := range row {
+			out[i][columns[j]] = v
+		}
+	}
+	return out
 }
