@@ -173,6 +173,7 @@ func (w *Writer) pause(cause *pauseCause, fields logrus.Fields) {
 	case w.paused == nil:
 		w.pausedAt = w.dropped.Load()
 	case w.paused == causeWriteError && cause != causeWriteError:
+		// The plain write error turned out to be this cause: said once more, by name.
 	default:
 		return // logged already; its resume covers this one
 	}

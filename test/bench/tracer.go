@@ -19,10 +19,18 @@ type config struct {
 	// settings is a config file for the daemon that turns enrichments on or off; empty
 	// for the defaults, which are what the targets are about.
 	settings string
-	// floor attaches the empty programs instead: all of them, or with floorPassive
-	// those of passive mode's hooks (no raw_syscalls pair).
-	floor, floorPassive bool
+	// floor attaches the empty programs instead.
+	floor floorHooks
 }
+
+// floorHooks says which hooks a floor configuration has empty programs on.
+type floorHooks int
+
+const (
+	noFloor      floorHooks = iota
+	floorAll                // every hook threadcap uses
+	floorPassive            // passive mode's: all but the raw_syscalls pair
+)
 
 const (
 	configNone         = "none"
@@ -46,8 +54,8 @@ const configIOOff = "io off"
 // configs are the configurations of a run, in the order of the first round: the
 // enrichment variants run in full mode at the first rate.
 func configs(rates []int) []config {
-	cs := []config{{name: configNone}, {name: configFloor, floor: true},
-		{name: configFloorPassive, floor: true, floorPassive: true}}
+	cs := []config{{name: configNone}, {name: configFloor, floor: floorAll},
+		{name: configFloorPassive, floor: floorPassive}}
 	for _, mode := range []string{"full", "passive"} {
 		for _, hz := range rates {
 			cs = append(cs, config{name: fmt.Sprintf("%s %dHz", mode, hz), mode: mode, hz: hz})
@@ -87,8 +95,8 @@ type costMark struct {
 // row in the CSV, zero for the others.
 func attach(c config, opt options) (t tracer, startup time.Duration, err error) {
 	switch {
-	case c.floor:
-		h, err := floor.Attach(!c.floorPassive)
+	case c.floor != noFloor:
+		h, err := floor.Attach(c.floor == floorAll)
 		if err != nil {
 			return nil, 0, err
 		}
