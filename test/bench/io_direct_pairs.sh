@@ -7,6 +7,7 @@
 #   sudo test/bench/io_direct_pairs.sh .bench/threadcap [FILE]
 # FILE (default /var/tmp/threadcap-io-bench.dat, 256 MiB, made once) decides the disk.
 set -euo pipefail
+. "$(dirname "$0")/median.sh"
 bin=${1:?usage: io_direct_pairs.sh THREADCAP_BINARY [FILE]}
 file=${2:-/var/tmp/threadcap-io-bench.dat}
 rounds=${ROUNDS:-8} reads=${READS:-30000}
@@ -38,5 +39,5 @@ for r in $(seq "$rounds"); do
 	echo "$ratio" >>"$work/ratios"
 	printf 'round %d: io on %.0f reads/s, io off %.0f reads/s, ratio %.3f\n' "$r" "$on" "$off" "$ratio"
 done
-sort -n "$work/ratios" | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-	printf "median ratio %.3f (range %.3f-%.3f) over %d pairs\n", m, v[1], v[NR], NR }'
+printf 'median ratio %.3f (range %.3f-%.3f) over %d pairs\n' "$(median <"$work/ratios")" \
+	"$(sort -n "$work/ratios" | head -1)" "$(sort -n "$work/ratios" | tail -1)" "$(wc -l <"$work/ratios")"

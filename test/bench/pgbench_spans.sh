@@ -19,6 +19,7 @@
 # synchronous_commit=off": commits then wait for no disk flush and pgbench is CPU-bound,
 # the case where a tracer's cost shows most.
 set -eu
+. "$(dirname "$0")/median.sh"
 tc=$(realpath "${1:?usage: $0 THREADCAP_BINARY}")
 rounds=${ROUNDS:-5}
 secs=${SECONDS_EACH:-20}
@@ -66,7 +67,6 @@ for r in $(seq 1 "$rounds"); do
 	shift
 	set -- "$@" "$first" # rotate the order
 done | tee "$tmp/results"
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 for c in $configs; do
 	tps=$(awk -v c="$c" '$2 == c { print $3 }' "$tmp/results" | median)
 	ratios=$(awk -v c="$c" '$2 == "nospans" { base[$1] = $3 } $2 == c { tps[$1] = $3 }

@@ -13,6 +13,7 @@
 #   go build -o .bench/threadcap ./cmd/threadcap
 #   sudo test/bench/span_hit.sh .bench/threadcap
 set -euo pipefail
+. "$(dirname "$0")/median.sh"
 tc=$(realpath "${1:?usage: span_hit.sh THREADCAP_BINARY}")
 calls=${CALLS:-500000} rounds=${ROUNDS:-5} site=${SITE:-nop}
 work=$(mktemp -d)
@@ -77,7 +78,6 @@ run() { # $1: none, text or notext; prints ns per call of the loop
 for r in $(seq "$rounds"); do
 	for c in none text notext; do echo "$c $(run "$c")"; done
 done >"$work/results"
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 none=$(awk '$1 == "none" { print $2 }' "$work/results" | median)
 for c in text notext; do
 	m=$(awk -v c=$c '$1 == c { print $2 }' "$work/results" | median)
