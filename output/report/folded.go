@@ -41,11 +41,9 @@ func Folded(dir string, q Query) ([]FoldedStack, *Result, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	frames := map[string]string{}
-	for _, path := range r.Files {
-		if err := readStacks(path, frames); err != nil {
-			return nil, nil, err
-		}
+	frames, err := StackFrames(r.Files)
+	if err != nil {
+		return nil, nil, err
 	}
 	counts := map[string]int64{}
 	for _, g := range r.Groups {

@@ -29,6 +29,10 @@ type Query struct {
 	Step time.Duration
 	// Top is how many groups the breakdown lists; the rest are summed into one. 0 lists all.
 	Top int
+	// BucketGroups, with Step, also sums each bucket's rows by the By columns, into
+	// Bucket.Groups (all of them, Top aside): what a view that narrows the window and
+	// regroups without reading the files again needs.
+	BucketGroups bool
 }
 
 // Match keeps rows whose Column holds exactly Value, as the value reads once unquoted (a
@@ -82,10 +86,13 @@ func (q Query) Validate() error {
 	if q.Top < 0 {
 		errs = append(errs, fmt.Errorf("--top %d: use 0 for all groups, or a positive count", q.Top))
 	}
+	if q.BucketGroups && q.Step == 0 {
+		errs = append(errs, errors.New("groups by bucket need a timeline step"))
+	}
 	if q.Step < 0 {
 		errs = append(errs, fmt.Errorf("timeline step %v is negative", q.Step))
 	}
-	if q.Step == 0 && len(q.By) == 0 {
+	if (q.Step == 0 || q.BucketGroups) && len(q.By) == 0 {
 		errs = append(errs, errors.New("--by names no column; give at least one, for example state,syscall"))
 	}
 	for _, c := range q.columns() {

@@ -4,7 +4,6 @@ package report
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +58,9 @@ type Bucket struct {
 	// rows are not among them, but their CPU time is in CPUUs.
 	Rows  [len(timelineStates)]int64
 	CPUUs int64
+	// Groups are the bucket's rows by the By columns, most active first, when the query
+	// asked for BucketGroups.
+	Groups []Group
 }
 
 // timelineStates are the states of active threads a timeline splits rows by; anything
@@ -119,6 +121,7 @@ type scan struct {
 	res       Result
 	groups    map[string]*Group
 	buckets   map[int64]*Bucket
+	byBucket  map[*Bucket]map[string]*Group // the groups of each bucket, for BucketGroups
 	key       []byte
 	lastRaw   []byte    // the last sample_time field parsed, as written
 	lastTime  time.Time // and its value
@@ -189,20 +192,26 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 			b.Rows[stateIndex(st)]++
 		}
 		b.CPUUs += cpu
-		return true
+		if !s.q.BucketGroups {
+			return true
+		}
 	}
 	s.key = s.key[:0]
 	for i, idx := range l.by {
 		// NUL separates values: output.AppendCSV never writes one.
 		s.key = append(append(s.key, value(fields, idx, l.byText[i])...), 0)
 	}
-	g := s.groups[string(s.key)]
+	groups := s.groups
+	if b != nil {
+		groups = s.bucketGroups(b)
+	}
+	g := groups[string(s.key)]
 	if g == nil {
 		g = &Group{Values: make([]string, len(l.by)), Count: 1}
 		for i, idx := range l.by {
 			g.Values[i] = string(value(fields, idx, l.byText[i]))
 		}
-		s.groups[string(s.key)] = g
+		groups[string(s.key)] = g
 	}
 	g.Rows += active
 	g.CPUUs += cpu
@@ -327,10 +336,7 @@ func (s *scan) result(files []hourfile.File) *Result {
 	for _, g := range s.groups {
 		r.Groups = append(r.Groups, *g)
 	}
-	slices.SortFunc(r.Groups, func(a, b Group) int {
-		return cmp.Or(cmp.Compare(b.Rows, a.Rows), cmp.Compare(b.CPUUs, a.CPUUs),
-			slices.Compare(a.Values, b.Values))
-	})
+	slices.SortFunc(r.Groups, mostActive)
 	if s.q.Top > 0 && len(r.Groups) > s.q.Top {
 		for _, g := range r.Groups[s.q.Top:] {
 			r.Other.Rows += g.Rows
@@ -340,6 +346,7 @@ func (s *scan) result(files []hourfile.File) *Result {
 		r.Groups = r.Groups[:s.q.Top]
 	}
 	for _, b := range s.buckets {
+		b.Groups = sortedGroups(s.byBucket[b])
 		r.Timeline = append(r.Timeline, *b)
 	}
 	slices.SortFunc(r.Timeline, func(a, b Bucket) int { return a.Start.Compare(b.Start) })

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package report
+
+import (
+	"cmp"
+	"slices"
+)
+
+// bucketGroups returns the groups of bucket b, made on first use.
+func (s *scan) bucketGroups(b *Bucket) map[string]*Group {
+	if s.byBucket == nil {
+		s.byBucket = map[*Bucket]map[string]*Group{}
+	}
+	groups := s.byBucket[b]
+	if groups == nil {
+		groups = map[string]*Group{}
+		s.byBucket[b] = groups
+	}
+	return groups
+}
+
+// sortedGroups lists groups most active first; nil when there are none.
+func sortedGroups(groups map[string]*Group) []Group {
+	var out []Group
+	for _, g := range groups {
+		out = append(out, *g)
+	}
+	slices.SortFunc(out, mostActive)
+	return out
+}
+
+// mostActive orders groups by rows, then CPU time, then values: the order a breakdown lists.
+func mostActive(a, b Group) int {
+	return cmp.Or(cmp.Compare(b.Rows, a.Rows), cmp.Compare(b.CPUUs, a.CPUUs), slices.Compare(a.Values, b.Values))
+}
+
+// StackFrames reads the stacks files of the hours of the samples files (Result.Files):
+// each stack's hash (the kernel_stack and user_stack columns) and its frames, outermost
+// first and ';'-separated. A stacks file that is gone or cut short gives what it holds.
+func StackFrames(files []string) (map[string]string, error) {
+	frames := map[string]string{}
+	for _, path := range files {
+		if err := readStacks(path, frames); err != nil {
+			return nil, err
+		}
+	}
+	return frames, nil
+}

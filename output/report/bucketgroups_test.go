@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package report
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// The groups of each bucket add up to the breakdown of the whole window, and to each
+// bucket's own counts: a view that sums buckets shows the numbers a report gives.
+func TestBucketGroupsAddUpToTheBreakdown(t *testing.T) {
+	dir := writeTicks(t, start, 150, "")
+	w := Window{From: start.Add(30 * time.Second), To: start.Add(140 * time.Second)}
+	by := []string{"state", "process"}
+	want, err := Run(dir, Query{Window: w, By: by})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Run(dir, Query{Window: w, By: by, Step: time.Minute, BucketGroups: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Ticks != want.Ticks || got.Rows != want.Rows || got.CPUUs != want.CPUUs || len(got.Groups) != 0 {
+		t.Fatalf("with bucket groups: %d ticks, %d rows, %d us, %d groups; want %d, %d, %d and no groups",
+			got.Ticks, got.Rows, got.CPUUs, len(got.Groups), want.Ticks, want.Rows, want.CPUUs)
+	}
+	sums := map[[2]string]*Group{}
+	for _, b := range got.Timeline {
+		var rows int64
+		for _, g := range b.Groups {
+			k := [2]string{g.Values[0], g.Values[1]}
+			if sums[k] == nil {
+				sums[k] = &Group{Values: g.Values, Count: 1}
+			}
+			sums[k].Rows += g.Rows
+			sums[k].CPUUs += g.CPUUs
+			rows += g.Rows
+		}
+		if rows != sum(b.Rows[:]) {
+			t.Errorf("bucket %v: its groups hold %d rows, its states %d", b.Start, rows, sum(b.Rows[:]))
+		}
+	}
+	var summed []Group
+	for _, g := range sums {
+		summed = append(summed, *g)
+	}
+	if !reflect.DeepEqual(sortedGroupsOf(summed), want.Groups) {
+		t.Errorf("bucket groups sum to %v; the breakdown is %v", sortedGroupsOf(summed), want.Groups)
+	}
+	if err := (Query{Window: w, By: by, BucketGroups: true}).Validate(); err == nil {
+		t.Error("BucketGroups without a step is valid")
+	}
+}
+
+func sortedGroupsOf(gs []Group) []Group {
+	m := map[string]*Group{}
+	for i := range gs {
+		m[gs[i].Values[0]+"\x00"+gs[i].Values[1]] = &gs[i]
+	}
+	return sortedGroups(m)
+}
