@@ -125,20 +125,37 @@ type ioMinutes struct {
 
 // tick hands the sink the minute just ended, at the first tick of a new minute. The
 // requests completed between the readings at the first ticks of two minutes are the
-// earlier minute's. A disk that is gone has its last minute written, then its statistics
-// deleted.
+// earlier minute's; the kernel side counts from when it was loaded, so the first minute
+// holds what completed since then, and a start in a minute that a stop already wrote
+// adds a second line for it. A disk that is gone has its last minute written, then its
+// statistics deleted.
 func (m *ioMinutes) tick(wall time.Time) {
 	minute := wall.Truncate(time.Minute)
 	if !m.minute.IsZero() && !minute.After(m.minute) {
 		return
 	}
-	err := m.read(minute)
+	m.logError(m.read(minute), wall)
+}
+
+// stop writes the minute so far, as threadcap stops: what completed since its last
+// reading would otherwise be lost with the kernel side's sums.
+func (m *ioMinutes) stop(wall time.Time) {
+	if m.minute.IsZero() {
+		return // no tick taken: stopped while starting
+	}
+	m.logError(m.read(m.minute), wall)
+}
+
+func (m *ioMinutes) logError(err error, wall time.Time) {
 	if err != nil && m.errLog.allow(wall) {
 		m.log.WithError(err).Warn("reading block i/o statistics")
 	}
 }
 
+// read writes the minute being summed and starts minute. The first reading only names
+// the disks and starts the first minute, whose sums start from 0.
 func (m *ioMinutes) read(minute time.Time) error {
+	first := m.minute.IsZero()
 	cur, err := m.src.IOStats()
 	if err != nil {
 		return err
@@ -148,7 +165,7 @@ func (m *ioMinutes) read(minute time.Time) error {
 		// Named at every reading, so that a disk removed before the next one still has
 		// its name in its last minute.
 		name := m.names.Name(k.Dev)
-		if d := st.Sub(m.prev[k]); d.Requests > 0 && !m.minute.IsZero() {
+		if d := st.Sub(m.prev[k]); d.Requests > 0 && !first {
 			rows = append(rows, state.DiskIO{Disk: name, Op: k.Op, IOStat: d})
 		}
 	}
@@ -182,6 +199,9 @@ func (m *ioMinutes) read(minute time.Time) error {
 			err = werr
 		}
 	}
-	m.prev, m.minute = cur, minute
+	if !first {
+		m.prev = cur
+	}
+	m.minute = minute
 	return err
 }

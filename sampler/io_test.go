@@ -119,8 +119,9 @@ func TestIORequestsOldestAndStale(t *testing.T) {
 	}
 }
 
-// Each minute gets what completed since the previous reading; a disk that is gone is
-// forgotten, and a new disk under its number starts from nothing.
+// Each minute gets what completed since the previous reading, the first minute what
+// completed since the kernel side was loaded; a disk that is gone is forgotten, and a new
+// disk under its number starts from nothing.
 func TestIOMinutes(t *testing.T) {
 	sys := sysWithDisks(t, map[string]string{"254:0": "vda", "259:1": "nvme0n1"})
 	src := &fakeIO{stats: map[state.IOKey]state.IOStat{
@@ -129,8 +130,11 @@ func TestIOMinutes(t *testing.T) {
 	}, writtenRows: map[time.Time][]state.DiskIO{}}
 	m := &ioMinutes{src: src, sink: src, names: newIORequests(src, sys, discard()).names, log: discard()}
 	m0 := time.Date(2026, 11, 21, 14, 3, 0, 0, time.UTC)
-	m.tick(m0.Add(time.Second)) // the first reading: nothing to write yet
+	m.tick(m0.Add(time.Second)) // the first reading: nothing ended yet
 	m.tick(m0.Add(30 * time.Second))
+	if len(src.writtenRows) != 0 {
+		t.Fatalf("minutes written before the first minute ended: %+v", src.writtenRows)
+	}
 	src.stats[state.IOKey{Dev: vda, Op: state.IORead}] = state.IOStat{Requests: 130, Bytes: 532480}
 	src.stats[state.IOKey{Dev: gone, Op: state.IOWrite}] = state.IOStat{Requests: 60}
 	if err := os.RemoveAll(filepath.Join(sys, "dev", "block", "259:1")); err != nil {
@@ -138,8 +142,8 @@ func TestIOMinutes(t *testing.T) {
 	}
 	m.tick(m0.Add(time.Minute + time.Second))
 	want := []state.DiskIO{
-		{Disk: "nvme0n1", Op: state.IOWrite, IOStat: state.IOStat{Requests: 10}},
-		{Disk: "vda", Op: state.IORead, IOStat: state.IOStat{Requests: 30, Bytes: 122880}},
+		{Disk: "nvme0n1", Op: state.IOWrite, IOStat: state.IOStat{Requests: 60}},
+		{Disk: "vda", Op: state.IORead, IOStat: state.IOStat{Requests: 130, Bytes: 532480}},
 	}
 	if got := src.writtenRows[m0]; !slices.Equal(got, want) || len(src.writtenRows) != 1 {
 		t.Errorf("minutes written: %+v, want only %s: %+v", src.writtenRows, m0.Format("15:04"), want)
@@ -155,6 +159,55 @@ func TestIOMinutes(t *testing.T) {
 		t.Errorf("the new disk's minute: %+v, want its 5 write requests", got)
 	}
 }
+
+// A stop writes the minute so far; a start in the same minute (a new kernel side, whose
+// sums start from 0) writes a second line for it at the next minute: the two add up to
+// every request, and neither part is lost.
+func TestIOMinuteAtStopAndRestart(t *testing.T) {
+	sys := sysWithDisks(t, map[string]string{"254:0": "vda"})
+	src := &fakeIO{stats: map[state.IOKey]state.IOStat{}, writtenRows: map[time.Time][]state.DiskIO{}}
+	var lines []state.DiskIO
+	sink := ioSinkFunc(func(minute time.Time, disks []state.DiskIO) error {
+		for _, d := range disks {
+			if !minute.Equal(m0Stop) {
+				t.Errorf("a line for %s, want every line for %s", minute.Format("15:04"), m0Stop.Format("15:04"))
+			}
+			lines = append(lines, d)
+		}
+		return nil
+	})
+	key := state.IOKey{Dev: vda, Op: state.IORead}
+
+	first := &ioMinutes{src: src, sink: sink, names: newIORequests(src, sys, discard()).names, log: discard()}
+	first.tick(m0Stop.Add(time.Second))
+	src.stats[key] = state.IOStat{Requests: 700, Bytes: 700 * 4096}
+	first.tick(m0Stop.Add(20 * time.Second))
+	first.stop(m0Stop.Add(20*time.Second + 500*time.Millisecond))
+	if len(lines) != 1 || lines[0].Requests != 700 {
+		t.Fatalf("at the stop: %+v, want one line of the 700 requests so far", lines)
+	}
+
+	src.stats[key] = state.IOStat{} // the next start's kernel side counts from 0
+	second := &ioMinutes{src: src, sink: sink, names: newIORequests(src, sys, discard()).names, log: discard()}
+	second.tick(m0Stop.Add(40 * time.Second))
+	src.stats[key] = state.IOStat{Requests: 300, Bytes: 300 * 4096}
+	second.tick(m0Stop.Add(time.Minute))
+	if len(lines) != 2 || lines[1].Requests != 300 || lines[0].Requests+lines[1].Requests != 1000 {
+		t.Errorf("after the restart: %+v, want a second line of 300 requests for the same minute", lines)
+	}
+
+	// A stop before the first tick has nothing to write.
+	(&ioMinutes{src: src, sink: sink, log: discard()}).stop(m0Stop)
+	if len(lines) != 2 {
+		t.Errorf("a stop before any tick wrote %+v", lines[2:])
+	}
+}
+
+var m0Stop = time.Date(2026, 11, 21, 14, 3, 0, 0, time.UTC)
+
+type ioSinkFunc func(time.Time, []state.DiskIO) error
+
+func (f ioSinkFunc) WriteIO(minute time.Time, disks []state.DiskIO) error { return f(minute, disks) }
 
 func sysWithDisksAt(t *testing.T, sys, majMin, name string) {
 	t.Helper()

@@ -342,7 +342,12 @@ func (s *Sampler) Run(ctx context.Context) error {
 		timer.Reset(next.Sub(s.cfg.Wall()) + settle(s.cfg.Interval))
 		select {
 		case <-ctx.Done():
-			s.writeSpans(s.cfg.Wall(), true)
+			// The minutes summed so far, which the next minute's first tick would write.
+			now := s.cfg.Wall()
+			if s.ioStats != nil {
+				s.ioStats.stop(now)
+			}
+			s.writeSpans(now, true)
 			return nil
 		case <-s.updates.ready:
 			s.takeUpdate()
