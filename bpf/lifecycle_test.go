@@ -33,7 +33,7 @@ func churn(n int) map[int32]bool {
 // returns how many records of the given threads were still there.
 func reap(t *testing.T, tr *Tracker, tids map[int32]bool) (left int) {
 	t.Helper()
-	tr.Scan(0, 0, func(slot uint32, th *state.Thread) {
+	tr.Scan(0, 0, nil, func(slot uint32, th *state.Thread) {
 		if th.State == state.Dead {
 			if err := tr.Free(slot); err != nil {
 				t.Fatal(err)

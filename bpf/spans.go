@@ -126,11 +126,49 @@ type SpanThread struct {
 	Tid       uint32
 	TaskStart uint64 // the thread's start time, as in its record
 	Frames    []SpanFrame
+	// TickNs is the tick (see Tracker.SetTick) whose innermost open span AtTick holds, kept
+	// by the thread's first probe hit at or after it; AtTickOpen is false when it was in
+	// no span then. When TickNs is not the tick asked about, no probe hit the thread since
+	// that tick and Frames are as they stood at it.
+	TickNs     uint64
+	AtTickOpen bool
+	AtTick     SpanFrame
 }
 
-// SpanThreads calls fn for every thread with an open span, reading the threads in
-// batches (a syscall per spanBatch threads, not two per thread). A thread a probe was
-// writing to as it was read is left out (it is read again at the next call).
+// At returns the innermost span the thread was in at tick mono, an instant named by
+// SetTick before it came, and whether it was in one.
+func (th *SpanThread) At(mono uint64) (SpanFrame, bool) {
+	if th.TickNs == mono {
+		return th.AtTick, th.AtTickOpen
+	}
+	// No probe since the tick: the stack is as it was then. A frame begun after mono can
+	// only be there when the tick was not named ahead (the first, say).
+	for i := len(th.Frames) - 1; i >= 0; i-- {
+		if th.Frames[i].StartNs <= mono {
+			return th.Frames[i], true
+		}
+	}
+	return SpanFrame{}, false
+}
+
+func spanFrame(f *threadcapTcSpanFrame) SpanFrame {
+	text := f.Text[:]
+	if i := bytes.IndexByte(text, 0); i >= 0 {
+		text = text[:i]
+	}
+	return SpanFrame{Span: f.Span, StartNs: f.StartNs, Text: string(text), Int: f.IntArg}
+}
+
+// SpanThreads calls fn for every thread with an open span, or one whose span at the last
+// tick is kept, reading the threads in batches (a syscall per spanBatch threads).
+//
+// A copy made by syscall may interleave with a probe's write however seq falls in it, so
+// the threads are read twice, and a thread is taken only when both copies are equal and
+// seq is even: seq is the same in both only if no write began or ended between the two
+// reads of it, and the bytes that a write in progress during the first copy tore differ
+// from what the second copy reads, unless a later write put back the very same bytes
+// (timestamps, which never repeat). A thread whose copies differ is read again, alone,
+// a few times; a thread still torn is left out for this tick and counted (TornReads).
 func (t *Tracker) SpanThreads(fn func(*SpanThread)) error {
 	if t.spans == 0 {
 		return nil
@@ -138,25 +176,75 @@ func (t *Tracker) SpanThreads(fn func(*SpanThread)) error {
 	if t.spanKeys == nil {
 		t.spanKeys, t.spanVals = make([]uint32, spanBatch), make([]threadcapTcSpanThread, spanBatch)
 	}
+	m := t.coll.Maps[threadcapMapSpanThreads]
+	var err error
+	if t.spanFirst, err = t.readSpanThreads(m, t.spanFirst[:0]); err != nil {
+		return err
+	}
+	if t.spanSecond, err = t.readSpanThreads(m, t.spanSecond[:0]); err != nil {
+		return err
+	}
+	second := make(map[uint32]int, len(t.spanSecond))
+	for i := range t.spanSecond {
+		second[t.spanSecond[i].key] = i
+	}
 	var th SpanThread
-	return batches(t.coll.Maps[threadcapMapSpanThreads], t.spanKeys, t.spanVals, func(i int) {
-		v := &t.spanVals[i]
-		if v.Seq&1 != 0 || v.Depth == 0 {
-			if v.Seq&1 != 0 {
-				t.torn.Add(1)
-			}
-			return
+	for i := range t.spanFirst {
+		v := &t.spanFirst[i].val
+		j, ok := second[t.spanFirst[i].key]
+		if !ok {
+			continue // deleted between the reads: the thread exited
 		}
-		th = SpanThread{Tid: v.Tid, TaskStart: v.TaskStartNs, Frames: th.Frames[:0]}
-		for _, f := range v.Frames[:min(int(v.Depth), SpanDepth)] {
-			text := f.Text[:]
-			if i := bytes.IndexByte(text, 0); i >= 0 {
-				text = text[:i]
+		if v.Seq&1 != 0 || *v != t.spanSecond[j].val {
+			if !t.spanThreadAgain(m, t.spanFirst[i].key, v) {
+				t.torn.Add(1)
+				continue
 			}
-			th.Frames = append(th.Frames, SpanFrame{Span: f.Span, StartNs: f.StartNs, Text: string(text), Int: f.IntArg})
+		}
+		if v.Depth == 0 && v.AtTickOpen == 0 {
+			continue
+		}
+		th = SpanThread{Tid: v.Tid, TaskStart: v.TaskStartNs, Frames: th.Frames[:0],
+			TickNs: v.TickNs, AtTickOpen: v.AtTickOpen != 0, AtTick: spanFrame(&v.AtTick)}
+		for k := range v.Frames[:min(int(v.Depth), SpanDepth)] {
+			th.Frames = append(th.Frames, spanFrame(&v.Frames[k]))
 		}
 		fn(&th)
+	}
+	return nil
+}
+
+// spanEntry is one thread's open spans as read, by its key.
+type spanEntry struct {
+	key uint32
+	val threadcapTcSpanThread
+}
+
+// readSpanThreads appends every entry of the span threads map to into.
+func (t *Tracker) readSpanThreads(m *ebpf.Map, into []spanEntry) ([]spanEntry, error) {
+	err := batches(m, t.spanKeys, t.spanVals, func(i int) {
+		into = append(into, spanEntry{key: t.spanKeys[i], val: t.spanVals[i]})
 	})
+	return into, err
+}
+
+// spanThreadAgain reads one thread's entry into v until two copies in a row agree and
+// are even, a few times at most.
+func (t *Tracker) spanThreadAgain(m *ebpf.Map, key uint32, v *threadcapTcSpanThread) bool {
+	var again threadcapTcSpanThread
+	if m.Lookup(key, v) != nil {
+		return false
+	}
+	for range 4 {
+		if m.Lookup(key, &again) != nil {
+			return false
+		}
+		if again.Seq&1 == 0 && again == *v {
+			return true
+		}
+		*v = again
+	}
+	return false
 }
 
 // spanBatch is how many threads with open spans one syscall reads.

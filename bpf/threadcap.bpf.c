@@ -12,6 +12,7 @@
 #include "include/bpf_helpers.h"
 #include "include/bpf_tracing.h"
 #include "threadcap.h"
+#include "seqclaim.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -110,19 +111,18 @@ static __always_inline void count(enum tc_counter which)
 }
 
 /*
- * Writers of one record never overlap (see threadcap.h), so seq needs no atomic increment
- * on x86, whose stores become visible in program order; a compiler barrier is enough.
- * arm64 may reorder stores: there an exchange, which is fully ordered, fences them.
+ * Claims r for a write from this CPU (see seqclaim.h and threadcap.h): the claimed seq for
+ * write_end, or 0 when r must not be written. A thread's own event that could not be
+ * written (TC_CLAIM_WAIT) is counted: it is a state change the record misses.
  */
-#if defined(__TARGET_ARCH_arm64)
-#define seq_bump(r) ((void)__sync_lock_test_and_set(&(r)->seq, (r)->seq + 1))
-#else
-#define seq_bump(r)                                                                         \
-	do {                                                                               \
-		(r)->seq++;                                                                \
-		asm volatile("" ::: "memory");                                             \
-	} while (0)
-#endif
+static __always_inline __u32 claim(struct record *r, enum tc_claim_mode mode)
+{
+	__u32 c = seq_claim(&r->seq, bpf_get_smp_processor_id(), mode);
+
+	if (!c && mode == TC_CLAIM_WAIT)
+		count(TC_WRITE_CONFLICTS);
+	return c;
+}
 
 /*
  * Opens a write to r, made at now. The first write at or after the tick keeps the view as
@@ -138,22 +138,26 @@ static __always_inline void keep_tick(struct record *r, __u64 now)
 	}
 }
 
-static __always_inline void write_begin(struct record *r, __u64 now)
+/* Claims r and keeps its view at the tick as of now: 0 when r must not be written. */
+static __always_inline __u32 write_begin(struct record *r, __u64 now, enum tc_claim_mode mode)
 {
-	seq_bump(r);
-	keep_tick(r, now);
+	__u32 c = claim(r, mode);
+
+	if (c)
+		keep_tick(r, now);
+	return c;
 }
 
 /*
  * A write that first repairs the record's past (a switch it was not told of, see
- * unseen_switch_out) opens with seq_bump alone: the repair keeps the view at the tick as
+ * unseen_switch_out) opens with claim alone: the repair keeps the view at the tick as
  * of the instant it puts right, before changing anything, and the caller keeps it as of
  * now after the repair. A repair at an instant before the tick thus shows at the tick;
  * opened with write_begin(now), the tick would keep the record as it stood unrepaired,
  * a thread on a CPU another thread had.
  */
 
-#define write_end(r) seq_bump(r)
+#define write_end(r, c) seq_release(&(r)->seq, c)
 
 /* Moves a record to state st at now, adding the time spent in the state it leaves. */
 static __always_inline void enter_state(struct record *r, __u8 st, __u64 now)
@@ -274,7 +278,7 @@ static __noinline struct record *record_claim(struct task_struct *task, struct t
 	__u64 now = bpf_ktime_get_ns();
 	struct tc_view *v;
 	struct record *r;
-	__u32 idx;
+	__u32 idx, c;
 	int i;
 
 	if (bpf_map_pop_elem(&free_slots, &idx)) {
@@ -293,10 +297,15 @@ static __noinline struct record *record_claim(struct task_struct *task, struct t
 	r = bpf_map_lookup_elem(&records, &idx);
 	if (!r)
 		return NULL;
+	/* Nobody writes a free slot, but for a repair that finds it no longer on CPU. */
+	c = claim(r, TC_CLAIM_WAIT);
+	if (!c) {
+		bpf_map_push_elem(&free_slots, &idx, 0);
+		return NULL;
+	}
 	ts->slot = idx + 1;
 	ts->untracked = 0;
 
-	seq_bump(r);
 	r->tid = task->pid;
 	r->tgid = task->tgid;
 	r->start_ns = task->start_time;
@@ -324,7 +333,7 @@ static __noinline struct record *record_claim(struct task_struct *task, struct t
 	v->ustack = 0;
 	/* No view at a tick: a thread first seen after the tick shows its first state. */
 	r->tick_ns = 0;
-	write_end(r);
+	write_end(r, c);
 	return r;
 }
 
@@ -367,10 +376,16 @@ static __always_inline struct record *record_get(struct task_struct *task, __u8 
  * at hand (looked up by tid) the kernel says how long it ran and how it waits now; a
  * thread not found (gone, or hidden from BPF as the test machines' agent is) is taken to
  * have slept from left.
+ *
+ * This writes another thread's record, which may be coming in on another CPU right now:
+ * it claims the record with TC_CLAIM_TRY and checks again, under the claim, that the
+ * record still shows the thread on this CPU; if the thread's own CPU holds it, that
+ * CPU's write supersedes the repair (a switch-in or wakeup repairs an unseen switch-out
+ * itself).
  */
 static __noinline void left_unseen(__u32 slot, __u64 left, bool lookup)
 {
-	__u32 idx = slot - 1, cpu = bpf_get_smp_processor_id();
+	__u32 idx = slot - 1, cpu = bpf_get_smp_processor_id(), c;
 	struct task_struct *task = NULL;
 	struct record *r;
 	__u64 now;
@@ -378,33 +393,41 @@ static __noinline void left_unseen(__u32 slot, __u64 left, bool lookup)
 	r = bpf_map_lookup_elem(&records, &idx);
 	if (!r || r->live.state != TC_ON_CPU || r->live.cpu != cpu)
 		return;
-	now = bpf_ktime_get_ns();
-	if (left > now)
-		left = now;
-	if (left < counted_to(r))
-		left = counted_to(r);
 	if (lookup && bpf_task_from_pid && bpf_task_release)
 		task = bpf_task_from_pid(r->tid);
-	if (task) {
-		if (task->start_time == r->start_ns && !task->on_cpu) {
-			seq_bump(r);
-			unseen_switch_out(r, task, state_of(false, task->__state), now);
-			keep_tick(r, now);
-			write_end(r);
-		}
+	if (task && (task->start_time != r->start_ns || task->on_cpu)) {
 		bpf_task_release(task);
 		return;
 	}
-	seq_bump(r);
-	keep_tick(r, left);
-	/* The kernel's count is out of reach: the time from the switch-in stands in. */
-	r->live.cpu_ns += left - counted_to(r);
-	r->live.cpu_at_ns = left;
-	enter_state(r, TC_SLEEPING, left);
-	r->live.nvcsw++;
-	keep_tick(r, now);
-	write_end(r);
-	count(TC_UNSEEN_SWITCHES);
+	c = claim(r, TC_CLAIM_TRY);
+	if (!c) {
+		if (task)
+			bpf_task_release(task);
+		return;
+	}
+	now = bpf_ktime_get_ns();
+	if (r->live.state != TC_ON_CPU || r->live.cpu != cpu) {
+		/* Switched in elsewhere between the look and the claim. */
+	} else if (task) {
+		unseen_switch_out(r, task, state_of(false, task->__state), now);
+		keep_tick(r, now);
+	} else {
+		if (left > now)
+			left = now;
+		if (left < counted_to(r))
+			left = counted_to(r);
+		keep_tick(r, left);
+		/* The kernel's count is out of reach: the time from the switch-in stands in. */
+		r->live.cpu_ns += left - counted_to(r);
+		r->live.cpu_at_ns = left;
+		enter_state(r, TC_SLEEPING, left);
+		r->live.nvcsw++;
+		keep_tick(r, now);
+		count(TC_UNSEEN_SWITCHES);
+	}
+	write_end(r, c);
+	if (task)
+		bpf_task_release(task);
 }
 
 /* The record of the task running on this CPU, through cpu_slot when it is known. */
@@ -508,14 +531,14 @@ static __always_inline void spans_exit(struct task_struct *task);
 static __always_inline void switch_out_dead(struct task_struct *prev, __u64 now)
 {
 	struct record *r = current_record(prev);
+	__u32 c;
 
-	if (r) {
-		write_begin(r, now);
+	if (r && (c = write_begin(r, now, TC_CLAIM_WAIT))) {
 		if (r->live.state == TC_ON_CPU)
 			r->live.cpu_ns += prev->se.sum_exec_runtime - r->exec_ns;
 		enter_state(r, TC_DEAD, now);
 		r->live.sc_nr = TC_NO_SYSCALL;
-		write_end(r);
+		write_end(r, c);
 	}
 	bpf_task_storage_delete(&task_slots, prev);
 	spans_exit(prev);
@@ -539,6 +562,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	__u16 kstack = 0, ustack = 0;
 	struct record *r;
 	__u64 exec;
+	__u32 c;
 	__u8 st;
 
 	if (prev_state & TASK_DEAD) {
@@ -560,7 +584,9 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 		if (user_stacks && !(prev->flags & PF_KTHREAD))
 			ustack = stack_of(ctx, BPF_F_USER_STACK);
 	}
-	seq_bump(r);
+	c = claim(r, TC_CLAIM_WAIT);
+	if (!c)
+		return;
 	if (r->live.state != TC_ON_CPU)
 		unseen_switch_in(r, prev, now);
 	keep_tick(r, now);
@@ -578,12 +604,12 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	if (passive_syscalls)
 		read_syscall(r, prev, now);
 	r->cgroup_id = cgroup_of(prev);
-	write_end(r);
+	write_end(r, c);
 }
 
 static __always_inline void switch_in(struct task_struct *next, __u64 now, __u32 cpu)
 {
-	__u32 zero = 0, slot = 0;
+	__u32 zero = 0, slot = 0, c;
 	__u32 *cs = bpf_map_lookup_elem(&cpu_slot, &zero);
 	struct record *r = NULL;
 
@@ -593,7 +619,9 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now, __u32
 		*cs = slot;
 	if (!r)
 		return;
-	seq_bump(r);
+	c = claim(r, TC_CLAIM_WAIT);
+	if (!c)
+		return;
 	/* Still on CPU in its record: it left unseen, and was runnable since (no wakeup). */
 	if (r->live.state == TC_ON_CPU)
 		unseen_switch_out(r, next, TC_RUNNABLE, now);
@@ -606,7 +634,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now, __u32
 	/* Passive mode cannot see the syscall end: once running, the task's syscall is unknown. */
 	if (passive_syscalls)
 		r->live.sc_nr = TC_NO_SYSCALL;
-	write_end(r);
+	write_end(r, c);
 }
 
 /*
@@ -645,7 +673,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 static __always_inline void woken(struct task_struct *p)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 slot;
+	__u32 slot, c;
 	struct record *r = record_get(p, TC_SLEEPING, false, &slot);
 
 	if (!r || r->live.state == TC_RUNNABLE)
@@ -653,14 +681,18 @@ static __always_inline void woken(struct task_struct *p)
 	/* Woken before it got to switch out: still on CPU, and stays so. */
 	if (r->live.state == TC_ON_CPU && p->on_cpu)
 		return;
-	seq_bump(r);
+	/* A wakeup can come in hard interrupt context, inside a write on this CPU: claim
+	 * backs off then, and waits only for another CPU's. */
+	c = claim(r, TC_CLAIM_WAIT);
+	if (!c)
+		return;
 	/* On CPU in its record, yet not running: it left unseen, to wait for this wakeup. */
 	if (r->live.state == TC_ON_CPU)
 		unseen_switch_out(r, p, TC_SLEEPING, now);
 	keep_tick(r, now);
 
 	enter_state(r, TC_RUNNABLE, now);
-	write_end(r);
+	write_end(r, c);
 }
 
 SEC("tp_btf/sched_wakeup")
@@ -715,7 +747,7 @@ SEC("tp_btf/hrtimer_expire_exit")
 int BPF_PROG(on_timer, void *timer)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 cpu = bpf_get_smp_processor_id(), c;
 	__u64 now, exec;
 	struct record *r;
 
@@ -727,8 +759,12 @@ int BPF_PROG(on_timer, void *timer)
 	exec = task->se.sum_exec_runtime;
 	if (r->live.state == TC_ON_CPU && r->live.cpu == cpu && exec == r->exec_ns)
 		return 0;
+	/* In hard interrupt context, perhaps inside a write of this very record: a refresh,
+	 * so it backs off from any writer. The next timer does it. */
+	c = claim(r, TC_CLAIM_TRY);
+	if (!c)
+		return 0;
 	now = bpf_ktime_get_ns();
-	seq_bump(r);
 	if (r->live.state != TC_ON_CPU)
 		unseen_switch_in(r, task, now);
 	keep_tick(r, now);
@@ -736,7 +772,7 @@ int BPF_PROG(on_timer, void *timer)
 	r->live.cpu_ns += exec - r->exec_ns;
 	r->live.cpu_at_ns = now;
 	r->exec_ns = exec;
-	write_end(r);
+	write_end(r, c);
 	return 0;
 }
 
@@ -746,6 +782,7 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct record *r = current_record(bpf_get_current_task_btf());
+	__u32 c;
 
 	if (!r)
 		return 0;
@@ -754,12 +791,14 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 	 * right at its switch-out, where the kernel's CPU time of the thread is up to date,
 	 * not here, where it can be a timer tick stale.
 	 */
-	write_begin(r, now);
+	c = write_begin(r, now, TC_CLAIM_WAIT);
+	if (!c)
+		return 0;
 	r->live.sc_nr = id;
 	r->live.sc_enter_ns = now;
 	r->live.sc_on_cpu_ns = on_cpu_ns_at(r, now);
 	copy_args(r, regs);
-	write_end(r);
+	write_end(r, c);
 	return 0;
 }
 
@@ -767,6 +806,7 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
 	struct record *r = current_record(bpf_get_current_task_btf());
+	__u32 c;
 
 	if (!r)
 		return 0;
@@ -777,11 +817,13 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	 * its next clocked event shows at that tick as out of the syscall. Its state and
 	 * times are unaffected: this hook changes neither.
 	 */
-	seq_bump(r);
+	c = claim(r, TC_CLAIM_WAIT);
+	if (!c)
+		return 0;
 	r->live.last_sc_nr = r->live.sc_nr;
 	r->live.last_sc_ret = ret;
 	r->live.sc_nr = TC_NO_SYSCALL;
-	write_end(r);
+	write_end(r, c);
 	return 0;
 }
 
@@ -793,35 +835,43 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	struct record *r = current_record(p);
+	__u32 c;
 
 	if (!r)
 		return 0;
-	write_begin(r, bpf_ktime_get_ns());
+	c = write_begin(r, bpf_ktime_get_ns(), TC_CLAIM_WAIT);
+	if (!c)
+		return 0;
 	r->tid = p->pid;
 	r->tgid = p->tgid;
 	r->exec_gen++;
 	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), p->comm);
-	write_end(r);
+	write_end(r, c);
 	return 0;
 }
 
 /*
  * A thread renamed (prctl, pthread_setname_np, /proc/.../comm). The renamer may be another
- * thread, so this write does not take part in seq: at worst a reader sees a torn name once.
+ * thread, on another CPU: a claim like any other writer's.
  */
 SEC("tp_btf/task_rename")
 int BPF_PROG(on_rename, struct task_struct *task, const char *comm)
 {
 	struct task_slot *ts = bpf_task_storage_get(&task_slots, task, 0, 0);
 	struct record *r;
-	__u32 idx;
+	__u32 idx, c;
 
 	if (!ts || !ts->slot)
 		return 0;
 	idx = ts->slot - 1;
 	r = bpf_map_lookup_elem(&records, &idx);
-	if (r)
-		bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), comm);
+	if (!r)
+		return 0;
+	c = claim(r, TC_CLAIM_WAIT);
+	if (!c)
+		return 0;
+	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), comm);
+	write_end(r, c);
 	return 0;
 }
 
@@ -891,6 +941,23 @@ static __always_inline void spans_exit(struct task_struct *task)
 		bpf_map_delete_elem(&span_threads, &tid);
 }
 
+/*
+ * Only the thread itself writes its open spans, in its probe program, which nothing on
+ * its CPU interrupts with another write of them: seq is a plain count, odd while a write
+ * is in progress, for user space to tell a copy taken mid-write (see bpf/spans.go). The
+ * store is ordered after the write's as in seq_release.
+ */
+#if defined(__TARGET_ARCH_arm64)
+#define span_seq_bump(t) ((void)__sync_lock_test_and_set(&(t)->seq, (t)->seq + 1))
+#else
+#define span_seq_bump(t)                                                                    \
+	do {                                                                               \
+		asm volatile("" ::: "memory");                                             \
+		(t)->seq++;                                                                \
+		asm volatile("" ::: "memory");                                             \
+	} while (0)
+#endif
+
 /* The value of a probe argument, read as libbpf's usdt.bpf.h does: registers from the
  * saved user registers, memory from user space, narrowed and sign-extended to size. */
 static __always_inline __s64 span_arg(struct pt_regs *ctx, struct tc_arg *a)
@@ -934,11 +1001,11 @@ static __always_inline __s64 span_arg(struct pt_regs *ctx, struct tc_arg *a)
  * that the kernel did not count (the hypervisor took the CPU, or a switch reached no
  * event) it spent waiting for a CPU, so it is runnable.
  */
-static __always_inline void span_parts_at(struct record *r, __u64 now, __u64 *parts)
+static __always_inline void span_parts_at(struct tc_view *v, __u64 now, __u64 *parts)
 {
-	struct tc_view *v = &r->live;
 	__u64 in_state = now > v->since_ns ? now - v->since_ns : 0;
-	__u64 on_cpu = v->state_ns[TC_ON_CPU], cpu = v->cpu_ns, from = counted_to(r);
+	__u64 from = v->cpu_at_ns > v->since_ns ? v->cpu_at_ns : v->since_ns;
+	__u64 on_cpu = v->state_ns[TC_ON_CPU], cpu = v->cpu_ns;
 
 	parts[TC_RUNNABLE] = v->state_ns[TC_RUNNABLE];
 	parts[TC_SLEEPING] = v->state_ns[TC_SLEEPING] + v->state_ns[TC_STOPPED];
@@ -963,6 +1030,24 @@ static __always_inline void span_parts_at(struct record *r, __u64 now, __u64 *pa
 	parts[TC_ON_CPU] = cpu;
 	if (on_cpu > cpu)
 		parts[TC_RUNNABLE] += on_cpu - cpu;
+}
+
+/*
+ * A copy of r's live view taken whole: the probe runs in the record's own thread, but a
+ * timer may interrupt it and refresh the record, or a repair from another CPU write it
+ * (see seqclaim.h). A few tries, as a write is short; the last copy serves if they fail.
+ */
+static __always_inline void live_view(struct record *r, struct tc_view *v)
+{
+	__u32 s;
+
+	for (int i = 0; i < 4; i++) {
+		s = *(volatile __u32 *)&r->seq;
+		__builtin_memcpy(v, &r->live, sizeof(*v));
+		asm volatile("" ::: "memory");
+		if (!(s & 1) && *(volatile __u32 *)&r->seq == s)
+			return;
+	}
 }
 
 /* The log2 histogram bucket of ns, in microseconds: 0 under 1 µs, b for [2^(b-1), 2^b). */
@@ -1120,9 +1205,10 @@ int on_span_probe(struct pt_regs *ctx)
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 site = bpf_get_attach_cookie(ctx), tid = task->pid, zero = 0;
 	struct tc_span_thread *t, *blank;
-	__u64 parts[TC_SPAN_PARTS], now;
+	__u64 parts[TC_SPAN_PARTS], now, tick;
 	struct tc_probe *p;
 	struct record *r;
+	struct tc_view v;
 
 	p = bpf_map_lookup_elem(&span_probes, &site);
 	if (!p)
@@ -1132,8 +1218,9 @@ int on_span_probe(struct pt_regs *ctx)
 		count(TC_SPAN_NO_RECORD);
 		return 0;
 	}
+	live_view(r, &v);
 	now = bpf_ktime_get_ns();
-	span_parts_at(r, now, parts);
+	span_parts_at(&v, now, parts);
 	t = bpf_map_lookup_elem(&span_threads, &tid);
 	if (!t) {
 		if (p->end) {
@@ -1149,18 +1236,29 @@ int on_span_probe(struct pt_regs *ctx)
 		if (!t)
 			return 0;
 	}
-	seq_bump(t);
+	span_seq_bump(t);
 	/* A tid reused after an exit the delete missed: not this thread's spans. */
 	if (t->tid != tid || t->task_start_ns != task->start_time) {
 		t->tid = tid;
 		t->task_start_ns = task->start_time;
 		t->depth = 0;
 		t->skipped = 0;
+		t->tick_ns = 0;
+	}
+	/* The first probe hit at or after the tick keeps the innermost span open at it (the
+	 * stack is as it stood at the instant until now), as keep_tick does for records. */
+	tick = tick_ns;
+	if (tick && now >= tick && t->tick_ns != tick) {
+		t->at_tick_open = t->depth > 0;
+		if (t->depth > 0)
+			__builtin_memcpy(&t->at_tick, &t->frames[(t->depth - 1) & (TC_SPAN_DEPTH - 1)],
+					 sizeof(t->at_tick));
+		t->tick_ns = tick;
 	}
 	if (p->end)
 		span_end(p, t, parts, now);
 	else
 		span_start(ctx, p, t, parts, now);
-	seq_bump(t);
+	span_seq_bump(t);
 	return 0;
 }

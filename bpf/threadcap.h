@@ -27,7 +27,10 @@ enum tc_counter : __u32 {
 	TC_SPAN_NO_ROOM = 5,    /* starts not kept: span_threads full, or TC_SPAN_DEPTH open */
 	TC_SPAN_MISSED_ENDS = 6, /* open spans dropped because an outer end or a restart came */
 	TC_SPAN_UNMATCHED = 7,  /* ends with no open span (begun before threadcap, say) */
-	TC_NR_COUNTERS = 8,
+	/* A thread's own event not written: its record stayed claimed by another writer (see
+	 * seqclaim.h) past the wait, or by a write this event interrupted. A defect to count. */
+	TC_WRITE_CONFLICTS = 8,
+	TC_NR_COUNTERS = 9,
 };
 
 /* Frames kept per stack, the few frames of the sched_switch hook and the scheduler included. */
@@ -60,10 +63,21 @@ struct tc_view {
 };
 
 /*
- * One thread. Written only by the CPU the thread runs on, or by the CPU holding the
- * thread's runqueue lock (wakeup, switch-in), so writers never overlap; seq is odd while a
- * write is in progress so that user space, reading the array in place, can retry a torn
- * copy. Aligned to a cache line so two CPUs never write the same line for two threads.
+ * One thread. Who writes it, and in what context:
+ *   - its own CPU, in the thread's events: switch-out and switch-in (interrupts off),
+ *     syscall entry and exit, exec (process context, interruptible);
+ *   - the CPU running a wakeup of it, under its runqueue's lock, sometimes in hard
+ *     interrupt context (a timer's wakeup), so possibly inside a syscall program's write;
+ *   - a timer on its CPU (on_timer, hard interrupt context), likewise;
+ *   - the CPU it left without an event (left_unseen), while it may come in elsewhere;
+ *   - a thread renaming it, on any CPU.
+ * Writers can overlap, so each claims the record through seq before writing (seqclaim.h):
+ * a compare-and-exchange makes seq odd and names the writing CPU, and only the claimant
+ * writes until it makes seq even again. The thread's own events wait for another CPU's
+ * write; repairs and the timer's refresh back off from any; a writer that finds its own
+ * CPU's claim (it interrupted a write) backs off. So no interleaving leaves seq odd, and a
+ * copy user space takes while seq stays even and unchanged is whole. Aligned to a cache
+ * line so two CPUs never write the same line for two threads.
  *
  * The state at the tick: user space sets tick_ns (a global) to the next tick's instant
  * before it comes. The first write to a record at or after that instant copies the live
@@ -142,16 +156,26 @@ struct tc_span_frame {
 
 /*
  * A thread's open spans, innermost last; created at its first span, deleted when the
- * thread exits. seq is odd while a probe writes it (user space reads it by syscall, and
- * skips an odd copy).
+ * thread exits. Only the thread's own probes write it; seq is odd while one does. User
+ * space reads it by syscall, whose copy may interleave with a write however seq falls in
+ * it, so it takes two copies and keeps them only when they are equal and even (see
+ * bpf/spans.go).
+ *
+ * The span at the tick, as struct record keeps the view at the tick: the first probe hit
+ * at or after tick_ns (the global) copies the innermost open span into at_tick before
+ * changing anything, so however many spans the thread opens and closes before user space
+ * reads, the row of that tick shows the span the thread was in at the instant.
  */
 struct tc_span_thread {
 	__u32 seq;
 	__u32 tid;
 	__u64 task_start_ns;
+	__u64 tick_ns;  /* the tick at_tick is for; 0: none */
 	__u8 depth;     /* frames in use */
 	__u8 skipped;   /* starts beyond TC_SPAN_DEPTH, whose ends are ignored */
-	__u8 pad[6];
+	__u8 at_tick_open; /* 1: at_tick holds the innermost span open at tick_ns; 0: none was */
+	__u8 pad[5];
+	struct tc_span_frame at_tick;
 	struct tc_span_frame frames[TC_SPAN_DEPTH];
 };
 

@@ -64,7 +64,8 @@ const (
 	threadcapTcCounterTC_SPAN_NO_ROOM      threadcapTcCounter = 5
 	threadcapTcCounterTC_SPAN_MISSED_ENDS  threadcapTcCounter = 6
 	threadcapTcCounterTC_SPAN_UNMATCHED    threadcapTcCounter = 7
-	threadcapTcCounterTC_NR_COUNTERS       threadcapTcCounter = 8
+	threadcapTcCounterTC_WRITE_CONFLICTS   threadcapTcCounter = 8
+	threadcapTcCounterTC_NR_COUNTERS       threadcapTcCounter = 9
 )
 
 type threadcapTcProbe struct {
@@ -100,9 +101,12 @@ type threadcapTcSpanThread struct {
 	Seq         uint32
 	Tid         uint32
 	TaskStartNs uint64
+	TickNs      uint64
 	Depth       uint8
 	Skipped     uint8
-	Pad         [6]uint8
+	AtTickOpen  uint8
+	Pad         [5]uint8
+	AtTick      threadcapTcSpanFrame
 	Frames      [4]threadcapTcSpanFrame
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cilium/ebpf"
@@ -83,10 +84,18 @@ type Tracker struct {
 	// spanKeys and spanVals are SpanThreads' batch buffers, likewise.
 	spanKeys []uint32
 	spanVals []threadcapTcSpanThread
-	links    []link.Link
-	records  *recordArray
-	torn     atomic.Uint64 // see TornReads
-	spans    int           // span probe sites attached
+	// spanFirst and spanSecond are SpanThreads' two reads.
+	spanFirst, spanSecond []spanEntry
+	links                 []link.Link
+	records               *recordArray
+	torn                  atomic.Uint64 // see TornReads
+	spans                 int           // span probe sites attached
+	// stuck is, by slot, the odd seq a record was last found torn at (see loadRecord);
+	// recovered counts the claims released.
+	stuckMu   sync.Mutex
+	stuck     map[uint32]uint32
+	nstuck    atomic.Int32 // len(stuck), read without the lock
+	recovered atomic.Uint64
 }
 
 // Open loads the programs, sizes the maps and attaches every hook. On error nothing stays
@@ -126,7 +135,7 @@ func Open(cfg Config) (t *Tracker, err error) {
 	if err != nil {
 		return nil, explain(fmt.Errorf("loading bpf objects: %w", err))
 	}
-	t = &Tracker{coll: coll}
+	t = &Tracker{coll: coll, stuck: map[uint32]uint32{}}
 	defer func() {
 		if err != nil {
 			t.Close()

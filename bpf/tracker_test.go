@@ -38,7 +38,7 @@ func find(t *testing.T, tr *Tracker, tid int, ok func(*state.Thread) bool) state
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		seen = false
-		tr.Scan(0, 0, func(_ uint32, th *state.Thread) {
+		tr.Scan(0, 0, nil, func(_ uint32, th *state.Thread) {
 			if int(th.Tid) == tid && th.State != state.Dead {
 				got, seen = *th, true
 			}

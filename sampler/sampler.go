@@ -27,9 +27,9 @@ type Source interface {
 	// that the kernel side keeps each thread's view as of that instant.
 	SetTick(mono uint64)
 	// Scan calls fn for every thread whose record may have changed since the
-	// CLOCK_MONOTONIC time since (0: every thread), as the thread was at tick, an
-	// instant named by SetTick.
-	Scan(since, tick uint64, fn func(slot uint32, th *state.Thread))
+	// CLOCK_MONOTONIC time since (0: every thread), and every thread keep names (nil:
+	// none), as the thread was at tick, an instant named by SetTick.
+	Scan(since, tick uint64, keep func(tid int32) bool, fn func(slot uint32, th *state.Thread))
 	// Free gives back the slot of an exited thread once its last record has been read.
 	Free(slot uint32) error
 	// Counters reads the kernel side's own losses, cumulative since it started: the

@@ -23,14 +23,14 @@ type fakeSource struct {
 
 func (f *fakeSource) SetTick(mono uint64) { f.ticks = append(f.ticks, mono) }
 
-func (f *fakeSource) Scan(since, _ uint64, fn func(uint32, *state.Thread)) {
+func (f *fakeSource) Scan(since, _ uint64, keep func(int32) bool, fn func(uint32, *state.Thread)) {
 	for slot := uint32(0); slot < 64; slot++ {
 		th, ok := f.recs[slot]
 		if !ok {
 			continue
 		}
 		quiet := (th.State == state.Sleeping || th.State == state.Stopped) && th.SinceNs < since
-		if since == 0 || !quiet {
+		if since == 0 || !quiet || (keep != nil && keep(th.Tid)) {
 			c := *th
 			if c.CPUNs == 0 {
 				c.CPUNs = c.StateNs[state.OnCPU]

@@ -38,16 +38,14 @@ type spans struct {
 	minute time.Time       // the minute being summed
 }
 
-// readOpenSpans notes, per thread, the innermost span open at the tick mono: a span
-// begun after it is left out, as the row shows the thread at the tick.
+// readOpenSpans notes, per thread, the innermost span open at the tick mono, as the
+// kernel side kept it at the instant (bpf.SpanThread.At), however many spans the thread
+// began and ended since: a query of 0.15 ms open at the instant shows at that tick.
 func (s *Sampler) readOpenSpans(mono uint64) {
 	clear(s.spans.open)
 	err := s.cfg.Spans.SpanThreads(func(th *bpf.SpanThread) {
-		for i := len(th.Frames) - 1; i >= 0; i-- {
-			if f := th.Frames[i]; f.StartNs <= mono {
-				s.spans.open[th.Tid] = openSpan{taskStart: th.TaskStart, span: f.Span, startNs: f.StartNs, text: f.Text}
-				return
-			}
+		if f, ok := th.At(mono); ok && int(f.Span) < len(s.cfg.SpanNames) {
+			s.spans.open[th.Tid] = openSpan{taskStart: th.TaskStart, span: f.Span, startNs: f.StartNs, text: f.Text}
 		}
 	})
 	if err != nil && s.slowLog.allow(s.cfg.Wall()) {
@@ -55,10 +53,16 @@ func (s *Sampler) readOpenSpans(mono uint64) {
 	}
 }
 
+// inSpanAt reports whether th was inside a span at this tick.
+func (s *Sampler) inSpanAt(th *state.Thread) bool {
+	o, ok := s.spans.open[uint32(th.Tid)]
+	return ok && o.taskStart == th.StartNs
+}
+
 // addSpan gives a row its thread's innermost span at the tick.
 func (s *Sampler) addSpan(row *state.Sample, th *state.Thread, mono uint64) {
 	o, ok := s.spans.open[uint32(th.Tid)]
-	if !ok || o.taskStart != th.StartNs || int(o.span) >= len(s.cfg.SpanNames) {
+	if !ok || o.taskStart != th.StartNs {
 		return
 	}
 	row.Span, row.SpanArg = s.cfg.SpanNames[o.span], o.text

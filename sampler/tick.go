@@ -96,7 +96,13 @@ func (s *Sampler) Tick(wall time.Time) error {
 		s.writeSpans(wall, false)
 		s.readOpenSpans(mono)
 	}
-	s.src.Scan(since, mono, func(slot uint32, th *state.Thread) { s.observe(slot, th, mono, wall) })
+	// A thread inside a span at the tick gets a row whatever its state (see addRow), so it
+	// is read even when asleep since before the previous tick.
+	var inSpan func(int32) bool
+	if len(s.spans.open) > 0 {
+		inSpan = func(tid int32) bool { _, ok := s.spans.open[uint32(tid)]; return ok }
+	}
+	s.src.Scan(since, mono, inSpan, func(slot uint32, th *state.Thread) { s.observe(slot, th, mono, wall) })
 	for _, th := range s.seeded {
 		if s.cfg.Filter.All || th.State.Active() {
 			s.addRow(th, wall, mono, nil)
@@ -264,7 +270,9 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 			row.StateUs = int64(mono-th.SinceNs) / 1000
 		}
 	}
-	if !busy && !s.cfg.Filter.All {
+	// A thread inside a span is an active session, on CPU or waiting, asleep included
+	// (a backend waiting on a lock): it gets a row at every tick it is in one.
+	if !busy && !s.cfg.Filter.All && !s.inSpanAt(th) {
 		return
 	}
 	if !s.cfg.Filter.wantsPid(th.Pid) {

@@ -74,7 +74,7 @@ func TestChurn(t *testing.T) {
 	// A thread leaves /proc a moment before its last switch-out marks its record dead, so
 	// a record is leaked only if it still holds a thread that is gone a few ticks later.
 	suspects := map[uint32]int32{}
-	p.tracker.Scan(0, 0, func(slot uint32, th *state.Thread) {
+	p.tracker.Scan(0, 0, nil, func(slot uint32, th *state.Thread) {
 		if th.State != state.Dead && !alive(th) {
 			suspects[slot] = th.Tid
 		}
@@ -86,7 +86,7 @@ func TestChurn(t *testing.T) {
 		}
 	}
 	leaked, live := 0, 0
-	p.tracker.Scan(0, 0, func(slot uint32, th *state.Thread) {
+	p.tracker.Scan(0, 0, nil, func(slot uint32, th *state.Thread) {
 		switch {
 		case th.State == state.Dead:
 		case suspects[slot] == th.Tid && !alive(th):

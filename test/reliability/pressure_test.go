@@ -111,7 +111,7 @@ func waitTracked(t *testing.T, p *pipeline, tid int32) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		found := false
-		p.tracker.Scan(0, 0, func(_ uint32, th *state.Thread) { found = found || (th.Tid == tid && th.State != state.Dead) })
+		p.tracker.Scan(0, 0, nil, func(_ uint32, th *state.Thread) { found = found || (th.Tid == tid && th.State != state.Dead) })
 		if found {
 			return
 		}
