@@ -8,7 +8,7 @@ GO ?= go
 CLANG ?= clang-19
 STRIP ?= llvm-strip-19
 
-.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang install-postgres install-prometheus install-s3 install-blocktools vendor-headers bench test-kernels install-qemu test-systemd install-nspawn
+.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang install-postgres install-prometheus install-s3 install-blocktools vendor-headers bench test-kernels install-qemu test-systemd install-nspawn install-tmux
 
 # -buildvcs=auto: the commit goes into the binary for `threadcap version` even where the
 # environment sets GOFLAGS=-buildvcs=false, and a tree without .git still builds.
@@ -17,7 +17,7 @@ build:
 
 # Everything CI runs. Privileged tests load BPF programs and need root (under CI=true they
 # fail rather than skip). Packages run one at a time (-p 1): their spinners measure CPU shares.
-test: lint check-generated verify-unit install-postgres install-prometheus install-s3 install-blocktools test-kernels test-systemd
+test: lint check-generated verify-unit install-postgres install-prometheus install-s3 install-blocktools install-tmux test-kernels test-systemd
 	$(GO) test -race -p 1 -count=1 ./...
 	cd test/duckdb && $(GO) test -count=1 ./...
 	$(MAKE) fuzz
@@ -115,6 +115,12 @@ check-generated: generate
 install-clang:
 	@command -v $(CLANG) >/dev/null && command -v $(STRIP) >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-19 llvm-19 >/dev/null)
+
+# The terminal view's tests (cmd/threadcap top_*_test.go) drive `threadcap top` in a real
+# terminal: tmux, with send-keys and capture-pane.
+install-tmux:
+	@command -v tmux >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tmux >/dev/null)
 
 # The whole-machine invariant tests (test/invariants) run a throwaway cluster of Debian's
 # PostgreSQL, with pgbench, beside the daemon.

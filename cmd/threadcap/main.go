@@ -22,6 +22,7 @@ Usage:
                            SIGHUP reloads the config file
   threadcap check [flags]  tell whether this kernel and these privileges can run threadcap
   threadcap report [flags] what threads were doing in a time window, from the files (no root needed)
+  threadcap top [flags]    the same in a terminal view: live as the files grow, or over a past window
   threadcap convert [flags] write closed CSV hours, of any schema version, as Parquet files
   threadcap version        print the version
 
@@ -49,6 +50,8 @@ func main() {
 		os.Exit(checkCommand(args))
 	case "report":
 		os.Exit(reportCommand(args))
+	case "top":
+		os.Exit(topCommand(args))
 	case "convert":
 		os.Exit(convertCommand(args))
 	case "version":

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package top
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// groupText names the selected group by its filters, for the detail panes' headings.
+func (m *model) groupText() string {
+	q, ok := m.detailQuery()
+	if !ok {
+		return ""
+	}
+	parts := make([]string, len(q.Where))
+	for i, w := range q.Where {
+		parts[i] = w.Column + "=" + clean(display(w.Value))
+	}
+	return strings.Join(parts, " ")
+}
+
+// stacksLines lists the selected group's folded stacks, most frequent first, as
+// `report --folded` gives them: rows lines in all, scrolled by ↑↓.
+func (m *model) stacksLines(rows int) []string {
+	lines := []string{titleStyle.Render("STACKS of "+m.groupText()) + faintStyle.Render("  (rows, process;user;kernel frames; s or Esc: back)")}
+	switch {
+	case m.detailErr != "":
+		return append(lines, errorStyle.Render("error: "+clean(m.detailErr)))
+	case m.detailWait:
+		return append(lines, "reading…")
+	case len(m.stacks) == 0:
+		return append(lines, "no stacks: rows on CPU have none, and stacks are kept for the states the config asks")
+	}
+	m.scroll = min(m.scroll, max(len(m.stacks)-(rows-1), 0))
+	cw := 8
+	for _, s := range m.stacks[m.scroll:] {
+		if len(lines) >= rows {
+			break
+		}
+		lines = append(lines, rightTo(strconv.FormatInt(s.Count, 10), cw-2)+"  "+leafFirst(clean(s.Frames), m.width-cw))
+	}
+	return lines
+}
+
+// leafFirst fits folded frames in w cells: the process and the innermost frames, which
+// say where the thread waits, with "…" for the frames left out between them.
+func leafFirst(frames string, w int) string {
+	if width(frames) <= w {
+		return frames
+	}
+	process, rest, _ := strings.Cut(frames, ";")
+	head := cut(process, max(w/4, 4)) + ";…"
+	tail := []rune(rest)
+	room := w - width(head)
+	for len(tail) > 0 && width(string(tail)) > room {
+		tail = tail[1:]
+	}
+	return head + string(tail)
+}
+
+// latencyLines shows spans' and disks' latency in the window (from the spans and io
+// files, as `report --latency`): count, p50/p90/p99 and the log2 histogram as a sparkline.
+// When the filters name a span or a disk, only that one.
+func (m *model) latencyLines(rows int) []string {
+	lines := []string{titleStyle.Render("LATENCY in this window") + faintStyle.Render("  (log2 µs histograms; l or Esc: back)")}
+	switch {
+	case m.detailErr != "":
+		return append(lines, errorStyle.Render("error: "+clean(m.detailErr)))
+	case m.detailWait:
+		return append(lines, "reading…")
+	}
+	q, _ := m.detailQuery()
+	keep := func(col, v string) bool {
+		for _, w := range q.Where {
+			if w.Column == col && w.Value != v {
+				return false
+			}
+		}
+		return true
+	}
+	var body []string
+	for _, s := range m.latency.Spans {
+		if !keep("span", s.Span) {
+			continue
+		}
+		body = append(body, fmt.Sprintf("span %-14s %8d  wall p50 %s p90 %s p99 %s  %s",
+			cut(clean(s.Span), 14), s.Count, micros(s.Percentile(&s.WallHist, 0.5)),
+			micros(s.Percentile(&s.WallHist, 0.9)), micros(s.Percentile(&s.WallHist, 0.99)), histogram(s.WallHist[:])))
+	}
+	for _, d := range m.latency.Disks {
+		if !keep("io_dev", d.Disk) || !keep("io_op", d.Op) {
+			continue
+		}
+		body = append(body, fmt.Sprintf("disk %-8s %-5s %8d  device p50 %s p90 %s p99 %s  %s",
+			cut(clean(d.Disk), 8), cut(clean(d.Op), 5), d.Requests, micros(d.Percentile(&d.DeviceHist, 0.5)),
+			micros(d.Percentile(&d.DeviceHist, 0.9)), micros(d.Percentile(&d.DeviceHist, 0.99)), histogram(d.DeviceHist[:])))
+	}
+	if len(body) == 0 {
+		return append(lines, "no spans or block requests ended in this window")
+	}
+	m.scroll = min(m.scroll, max(len(body)-(rows-1), 0))
+	for _, l := range body[m.scroll:] {
+		if len(lines) >= rows {
+			break
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// micros shows a bucket bound in µs briefly.
+func micros(us int64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.1fs", float64(us)/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.1fms", float64(us)/1e3)
+	}
+	return fmt.Sprintf("%dµs", us)
+}
+
+// histogram draws log2 buckets, from the first to the last one that holds anything, as a
+// sparkline, with the bounds of its ends: bucket b holds [2^(b-1), 2^b) µs.
+func histogram(h []uint64) string {
+	first, last := -1, -1
+	var top uint64
+	for i, n := range h {
+		if n > 0 {
+			if first < 0 {
+				first = i
+			}
+			last = i
+			top = max(top, n)
+		}
+	}
+	if first < 0 {
+		return ""
+	}
+	const levels = "▁▂▃▄▅▆▇█"
+	marks := []rune(levels)
+	var b strings.Builder
+	for _, n := range h[first : last+1] {
+		if n == 0 {
+			b.WriteString(" ")
+			continue
+		}
+		b.WriteRune(marks[min(int(float64(n)/float64(top)*float64(len(marks)-1)+0.5), len(marks)-1)])
+	}
+	low := int64(0)
+	if first > 0 {
+		low = 1 << (first - 1)
+	}
+	return micros(low) + " " + b.String() + " " + micros(int64(1)<<last)
+}
