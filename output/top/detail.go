@@ -4,7 +4,6 @@ package top
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -21,43 +20,55 @@ func (m *model) groupText() string {
 	return strings.Join(parts, " ")
 }
 
-// stacksLines lists the selected group's folded stacks, most frequent first, as
-// `report --folded` gives them: rows lines in all, scrolled by ↑↓.
+// stacksLines shows the selected group's folded stacks, most frequent first, as
+// `report --folded` gives them, each with its rows and share and then its frames one a
+// line, outermost first: rows lines in all, scrolled by ↑↓.
 func (m *model) stacksLines(rows int) []string {
-	lines := []string{titleStyle.Render("STACKS of "+m.groupText()) + faintStyle.Render("  (rows, process;user;kernel frames; s or Esc: back)")}
+	lines := []string{titleStyle.Render("STACKS of "+m.groupText()) + faintStyle.Render("  (s or Esc: back)")}
 	switch {
 	case m.detailErr != "":
-		return append(lines, errorStyle.Render("error: "+clean(m.detailErr)))
+		return append(lines, wrap(errorStyle.Render("error: ")+clean(m.detailErr), m.width)...)
 	case m.detailWait:
 		return append(lines, "reading…")
 	case len(m.stacks) == 0:
-		return append(lines, "no stacks: rows on CPU have none, and stacks are kept for the states the config asks")
+		return append(lines, wrap("no stacks: threads on CPU have none, and off CPU they are kept in the states the config asks for", m.width)...)
 	}
-	m.scroll = min(m.scroll, max(len(m.stacks)-(rows-1), 0))
-	cw := 8
-	for _, s := range m.stacks[m.scroll:] {
+	var total int64
+	for _, s := range m.stacks {
+		total += s.Count
+	}
+	var body []string
+	for i, s := range m.stacks {
+		body = append(body, titleStyle.Render(fmt.Sprintf("#%d  %d rows, %.0f%%", i+1, s.Count, 100*float64(s.Count)/float64(total))))
+		for _, f := range strings.Split(s.Frames, ";") {
+			body = append(body, "    "+clean(f))
+		}
+	}
+	m.scroll = min(m.scroll, max(len(body)-(rows-1), 0))
+	for _, l := range body[m.scroll:] {
 		if len(lines) >= rows {
 			break
 		}
-		lines = append(lines, rightTo(strconv.FormatInt(s.Count, 10), cw-2)+"  "+leafFirst(clean(s.Frames), m.width-cw))
+		lines = append(lines, l)
 	}
 	return lines
 }
 
-// leafFirst fits folded frames in w cells: the process and the innermost frames, which
-// say where the thread waits, with "…" for the frames left out between them.
-func leafFirst(frames string, w int) string {
-	if width(frames) <= w {
-		return frames
+// wrap breaks s into lines of at most w cells, at spaces.
+func wrap(s string, w int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		if line != "" && width(line)+1+width(word) > w {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
 	}
-	process, rest, _ := strings.Cut(frames, ";")
-	head := cut(process, max(w/4, 4)) + ";…"
-	tail := []rune(rest)
-	room := w - width(head)
-	for len(tail) > 0 && width(string(tail)) > room {
-		tail = tail[1:]
-	}
-	return head + string(tail)
+	return append(lines, line)
 }
 
 // latencyLines shows spans' and disks' latency in the window (from the spans and io
@@ -67,7 +78,7 @@ func (m *model) latencyLines(rows int) []string {
 	lines := []string{titleStyle.Render("LATENCY in this window") + faintStyle.Render("  (log2 µs histograms; l or Esc: back)")}
 	switch {
 	case m.detailErr != "":
-		return append(lines, errorStyle.Render("error: "+clean(m.detailErr)))
+		return append(lines, wrap(clean(m.detailErr), m.width)...)
 	case m.detailWait:
 		return append(lines, "reading…")
 	}
