@@ -280,6 +280,10 @@ func (t *Tracker) SetTick(mono uint64) {
 // open spans taken while a probe wrote them: a defect (see Counters.TornReads).
 func (t *Tracker) TornReads() uint64 { return t.torn.Load() }
 
+// RecoveredRecords counts records found claimed by the same write at two ticks in a row,
+// whose claim was released (see loadRecord).
+func (t *Tracker) RecoveredRecords() uint64 { return t.recovered.Load() }
+
 // Free gives the slot of an exited thread back to the kernel side, for a new thread.
 // Only slots Scan reported in state.Dead may be freed: the kernel never writes them again.
 func (t *Tracker) Free(slot uint32) error {

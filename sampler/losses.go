@@ -37,6 +37,9 @@ const (
 	fieldStacklessRows = "stackless_rows"
 	fieldStackEntries  = "stacks_entries"
 	fieldUnseen        = "unseen_switches"
+	fieldTorn          = "torn_reads"
+	fieldRecovered     = "recovered_records"
+	fieldConflicts     = "write_conflicts"
 )
 
 // losses is what the sampler knows of the kernel side's losses, to report each kind as
@@ -55,13 +58,16 @@ type losses struct {
 	stackRead rateLimit
 	stacks    stackLosses
 	unseen    uint64 // unseen switches as of the previous look
+	// defects paces the warning that the records' write protocol failed somewhere.
+	defects rateLimit
 }
 
 func newLosses(stackEntries uint32) losses {
 	return losses{
 		read: rateLimit{every: time.Second}, remind: rateLimit{every: time.Minute},
 		readFailed: rateLimit{every: time.Minute}, stackRead: rateLimit{every: stackLossEvery},
-		stacks: stackLosses{entries: stackEntries},
+		defects: rateLimit{every: time.Minute},
+		stacks:  stackLosses{entries: stackEntries},
 	}
 }
 
@@ -80,6 +86,7 @@ func (s *Sampler) checkLosses(now time.Time) {
 		return
 	}
 	s.checkUntracked(now, c)
+	s.checkDefects(now, c)
 	s.stats.LostStacks, s.stats.UnseenSwitches = c.LostStacks, c.UnseenSwitches
 	if s.losses.stackRead.allow(now) {
 		l := &s.losses
@@ -89,6 +96,20 @@ func (s *Sampler) checkLosses(now time.Time) {
 				Debug("threads left a CPU without a switch the kernel side saw: their records were repaired from the kernel's CPU time")
 		}
 		l.unseen = c.UnseenSwitches
+	}
+}
+
+// checkDefects warns, at most once a minute, when a torn read, a recovered record or a
+// write conflict is new: none should ever happen (see bpf.Counters), and each costs a
+// thread's row at a tick, or a state change in its record.
+func (s *Sampler) checkDefects(now time.Time, c bpf.Counters) {
+	grew := c.TornReads > s.stats.TornReads || c.RecoveredRecords > s.stats.RecoveredRecords ||
+		c.WriteConflicts > s.stats.WriteConflicts
+	s.stats.TornReads, s.stats.RecoveredRecords, s.stats.WriteConflicts = c.TornReads, c.RecoveredRecords, c.WriteConflicts
+	if grew && s.losses.defects.allow(now) {
+		s.cfg.Log.WithFields(logrus.Fields{fieldTorn: c.TornReads, fieldRecovered: c.RecoveredRecords, fieldConflicts: c.WriteConflicts}).
+			Warn("thread records were found torn or left claimed, or a write was not made: a defect, please report it; " +
+				"the threads concerned miss a row or a state change")
 	}
 }
 

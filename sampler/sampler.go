@@ -136,6 +136,9 @@ type Stats struct {
 	// switches it repaired (see bpf.Counters); all as of the last read of the Source's
 	// Counters.
 	UntrackedThreads, LostUpdates, LostStacks, UnseenSwitches uint64
+	// TornReads, RecoveredRecords and WriteConflicts are defects of the protocol between
+	// the kernel side's writers and this reader (bpf.Counters): each should stay 0.
+	TornReads, RecoveredRecords, WriteConflicts uint64
 	// StackRows counts the rows that should carry a kernel stack (off CPU in one of
 	// Config.StackStates, not seeded), and StacklessRows those of them without one.
 	StackRows, StacklessRows uint64

@@ -187,9 +187,11 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 	stopBg()
 	// The kernel side's counts as it stops, for the stop line; the sampler reported them
 	// as they grew.
-	lostStacks, unseen := uint64(0), uint64(0)
-	if c, cerr := tracker.Counters(); cerr == nil {
-		lostStacks, unseen = c.LostStacks, c.UnseenSwitches
+	var c bpf.Counters
+	if kc, cerr := tracker.Counters(); cerr == nil {
+		c = kc
+	} else {
+		c.TornReads, c.RecoveredRecords = tracker.TornReads(), tracker.RecoveredRecords()
 	}
 	spanLosses, _ := tracker.SpanCounters()
 	// Closed here rather than by the deferred calls (which then do nothing), to log how
@@ -205,8 +207,9 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 	log.WithFields(logrus.Fields{
 		fieldTicks: st.Ticks, "rows": st.Rows, "skipped_ticks": st.SkippedTicks,
 		"written_rows": writer.WrittenRows(), "dropped_rows": writer.DroppedRows(),
-		fieldLostStacks: lostStacks, fieldStackRows: st.StackRows, fieldStacklessRows: st.StacklessRows,
-		"unseen_switches": unseen, "torn_reads": tracker.TornReads(),
+		fieldLostStacks: c.LostStacks, fieldStackRows: st.StackRows, fieldStacklessRows: st.StacklessRows,
+		"unseen_switches": c.UnseenSwitches, "torn_reads": c.TornReads, "recovered_records": c.RecoveredRecords,
+		"write_conflicts":  c.WriteConflicts,
 		"span_starts_lost": spanLosses.NoRecord + spanLosses.NoRoom, "span_ends_missed": spanLosses.MissedEnds,
 		"span_ends_unmatched": spanLosses.Unmatched,
 		"detach_ms":           detached.Sub(began).Milliseconds(), "flush_ms": time.Since(detached).Milliseconds(),

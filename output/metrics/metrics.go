@@ -111,11 +111,15 @@ var (
 	lostStacks  = desc("threadcap_lost_stacks_total", "Stacks not captured because their bucket in the stack map held another.")
 	stackless   = desc("threadcap_stackless_rows_total", "Rows that should carry a kernel stack and have none.")
 	unseen      = desc("threadcap_unseen_switches_total", "Switches the kernel reported no event for, repaired from its CPU time.")
-	seeded      = desc("threadcap_seeded_threads", "Threads known from /proc only, not yet seen by the kernel side.")
-	backlog     = desc("threadcap_ship_backlog_files", "Closed hour files not shipped yet (while shipping is on); retention keeps them.")
-	progRuns    = desc("threadcap_bpf_program_runs_total", "Runs of each BPF program (while kernel.bpf_stats_enabled=1).", "program")
-	progTime    = desc("threadcap_bpf_program_run_seconds_total", "Run time of each BPF program (while kernel.bpf_stats_enabled=1).", "program")
-	threadSecs  = desc("threadcap_thread_seconds_total",
+	defects     = desc("threadcap_record_defects_total",
+		"Should stay 0: records skipped at a tick because every copy within the retry budget was torn (torn_read), "+
+			"left claimed by a write that never ended and released (recovered), and a thread's own events not written "+
+			"because its record stayed claimed (write_conflict).", "kind")
+	seeded     = desc("threadcap_seeded_threads", "Threads known from /proc only, not yet seen by the kernel side.")
+	backlog    = desc("threadcap_ship_backlog_files", "Closed hour files not shipped yet (while shipping is on); retention keeps them.")
+	progRuns   = desc("threadcap_bpf_program_runs_total", "Runs of each BPF program (while kernel.bpf_stats_enabled=1).", "program")
+	progTime   = desc("threadcap_bpf_program_run_seconds_total", "Run time of each BPF program (while kernel.bpf_stats_enabled=1).", "program")
+	threadSecs = desc("threadcap_thread_seconds_total",
 		"Seconds threads spent in each state, from the rows' exact state times: rate() is the average number of threads in the state. "+
 			"The top processes by activity have a label of their own, the rest are process=\"other\"; state=\"on_cpu\" is CPU seconds.",
 		"process", "state")
@@ -125,7 +129,7 @@ var (
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		buildInfo, ticks, skipped, rows, written, dropped, bytesOut, paused, tracked, capacity, untracked,
-		lostUpdates, lostStacks, stackless, unseen, seeded, backlog, progRuns, progTime, threadSecs,
+		lostUpdates, lostStacks, stackless, unseen, defects, seeded, backlog, progRuns, progTime, threadSecs,
 	} {
 		ch <- d
 	}
@@ -155,6 +159,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	counter(lostStacks, float64(st.LostStacks))
 	counter(stackless, float64(st.StacklessRows))
 	counter(unseen, float64(st.UnseenSwitches))
+	counter(defects, float64(st.TornReads), "torn_read")
+	counter(defects, float64(st.RecoveredRecords), "recovered")
+	counter(defects, float64(st.WriteConflicts), "write_conflict")
 	gauge(tracked, float64(r.Tracked))
 	gauge(capacity, float64(m.cfg.Capacity))
 	gauge(seeded, float64(r.Seeded))
