@@ -16,9 +16,9 @@ import (
 	"github.com/threadcap/threadcap/output/hourfile"
 )
 
-// HostColumn is the column every Parquet file adds to its kind's: the host the hour was
-// recorded on, so that files of many hosts read as one table.
-const HostColumn = "host"
+// HostColumn is the column every Parquet file adds to its kind's (hourfile owns the name,
+// which its reader leaves out).
+const HostColumn = hourfile.HostColumn
 
 // parquetRowGroup bounds the rows a writer holds before it writes them out, and so its
 // memory: a row group of samples takes about 40 MiB before compression. The batches end

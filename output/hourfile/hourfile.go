@@ -111,6 +111,9 @@ func (n Name) String() string {
 // Readable reports whether a reader reads the file: see ReadableSuffixes.
 func (n Name) Readable() bool { return slices.Contains(ReadableSuffixes, n.Suffix) }
 
+// IsParquet reports whether the file is a whole Parquet file, not one being written.
+func (n Name) IsParquet() bool { return n.Suffix == Parquet }
+
 // Parse is the inverse of Kind.Name, for any suffix; ok is false for files threadcap did
 // not name, so that retention never deletes them.
 func Parse(name string) (n Name, ok bool) {
@@ -157,4 +160,43 @@ func List(dir string) ([]File, error) {
 	files = append(files, listParquet(dir)...)
 	sort.SliceStable(files, func(i, j int) bool { return files[i].Hour.Before(files[j].Hour) })
 	return files, nil
+}
+
+// ForReading returns the files of kind among files (as List returns them) that a reader
+// reads, oldest hour first: for each hour, its CSV files (plain or compressed; both when
+// the clock went back an hour, and then they hold different rows) when it has any, else
+// its Parquet files. output.format parquet leaves a closed hour as Parquet only; both
+// leaves the same rows in the two formats, read once.
+func ForReading(files []File, kind Kind) []File {
+	csv := map[time.Time]bool{}
+	for _, f := range files {
+		if f.Kind == kind && f.Readable() {
+			csv[f.Hour] = true
+		}
+	}
+	var out []File
+	for _, f := range files {
+		if f.Kind == kind && (f.Readable() || f.IsParquet() && !csv[f.Hour]) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ParsePath is what the path of an hour file says: the directory threadcap wrote it in
+// and its name, for a Parquet file too (whose name is its path in the Parquet tree).
+func ParsePath(path string) (dir string, n Name, ok bool) {
+	dir, base := filepath.Split(path)
+	if strings.HasSuffix(base, Parquet) {
+		// parquet/kind=K/date=D/hour=H/host.parquet
+		tree := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Clean(dir))))
+		rel, err := filepath.Rel(filepath.Dir(tree), path)
+		if err != nil {
+			return "", Name{}, false
+		}
+		n, ok = Parse(filepath.ToSlash(rel))
+		return filepath.Dir(tree), n, ok
+	}
+	n, ok = Parse(base)
+	return filepath.Clean(dir), n, ok
 }

@@ -28,6 +28,11 @@ const maxRecord = 1 << 20
 // Unlike encoding/csv it keeps a CR inside a quoted field as it is (encoding/csv turns CRLF
 // there into LF), and a last record with no newline is not returned but counted in Partial:
 // in the current hour's file that is a row the writer is still writing.
+//
+// A damaged line costs that line only. A record that does not parse (ErrBareQuote,
+// ErrQuote), or that its reader rejects (Reject), gives back the lines after its first to
+// be read again: a quote a damaged line leaves open would otherwise take the following
+// rows into one field, up to the next stray quote or the end of the file.
 type RecordReader struct {
 	r       *bufio.Reader
 	rec     []byte   // the current record when it cannot stay in the read buffer
@@ -36,6 +41,13 @@ type RecordReader struct {
 	line    int64    // the line the current record starts on, from 1
 	next    int64
 	partial int // bytes of an unfinished last record
+	// multi says the current record, in rec, spans lines.
+	multi bool
+	// pending are lines given back, read before r; pendingLine joins the last of them,
+	// unfinished, to what r holds next.
+	pending     []byte
+	pendingLine []byte
+	err         error // the first error of r, returned again once pending is read
 }
 
 func NewRecordReader(r io.Reader) *RecordReader {
@@ -44,11 +56,13 @@ func NewRecordReader(r io.Reader) *RecordReader {
 
 // Read returns the next record's fields, which stay valid until the next call. At the end
 // it returns io.EOF; ErrBareQuote or ErrQuote for a malformed record, after which reading
-// may go on; any other error is the underlying reader's.
+// goes on at the record's second line; any other error is the underlying reader's, after
+// which only the lines given back remain to be read.
 func (rr *RecordReader) Read() ([][]byte, error) {
 	for {
 		rr.line = rr.next
-		chunk, err := rr.r.ReadSlice('\n')
+		rr.multi = false
+		chunk, err := rr.readLine()
 		if err == nil && bytes.IndexByte(chunk, '"') < 0 {
 			rr.next++
 			rec := trimEOL(chunk)
@@ -64,17 +78,25 @@ func (rr *RecordReader) Read() ([][]byte, error) {
 		for err == nil && quotes%2 == 1 || errors.Is(err, bufio.ErrBufferFull) {
 			if err == nil {
 				rr.next++
+				rr.multi = true
 				if len(rr.rec) > maxRecord {
 					// A stray quote in a damaged file would otherwise make the rest of
-					// the file one record, in memory; give up on it at a line's end.
+					// the file one record, in memory.
+					rr.giveBack()
 					return nil, ErrQuote
 				}
 			}
-			chunk, err = rr.r.ReadSlice('\n')
+			chunk, err = rr.readLine()
 			rr.rec = append(rr.rec, chunk...)
 			quotes += bytes.Count(chunk, []byte{'"'})
 		}
 		if err != nil {
+			// A quote still open over whole lines is damage, not a row being written: the
+			// writer ends every row, and a file it is writing ends inside one.
+			if rr.multi && (!errors.Is(err, io.EOF) || rr.rec[len(rr.rec)-1] == '\n') {
+				rr.giveBack()
+				return nil, ErrQuote
+			}
 			rr.partial = len(rr.rec)
 			return nil, err
 		}
@@ -83,8 +105,63 @@ func (rr *RecordReader) Read() ([][]byte, error) {
 		if len(rec) == 0 {
 			continue
 		}
-		return rr.parse(rec)
+		fields, err := rr.parse(rec)
+		if err != nil {
+			rr.giveBack()
+		}
+		return fields, err
 	}
+}
+
+// Reject says that the last record Read returned is damaged although it parsed (its
+// fields do not fit the header, a value does not read): when it spans lines, the lines
+// after its first are read again, as after a record that does not parse.
+func (rr *RecordReader) Reject() { rr.giveBack() }
+
+// giveBack makes the lines of the current record after its first the next ones read.
+func (rr *RecordReader) giveBack() {
+	if !rr.multi {
+		return
+	}
+	rr.multi = false
+	nl := bytes.IndexByte(rr.rec, '\n')
+	// A new buffer: the fields of the record just returned may point into the old one.
+	rest := append(append([]byte{}, rr.rec[nl+1:]...), rr.pending...)
+	rr.pending = rest
+	rr.next = rr.line + 1
+}
+
+// readLine returns the next line, newline included, from the lines given back, then from
+// r; bufio.ErrBufferFull for a part of a line longer than r's buffer, as
+// bufio.Reader.ReadSlice does.
+func (rr *RecordReader) readLine() ([]byte, error) {
+	if len(rr.pending) > 0 {
+		if i := bytes.IndexByte(rr.pending, '\n'); i >= 0 {
+			line := rr.pending[:i+1]
+			rr.pending = rr.pending[i+1:]
+			return line, nil
+		}
+		// The last line given back was unfinished: what r holds next ends it.
+		rr.pendingLine = append(rr.pendingLine[:0], rr.pending...)
+		rr.pending = nil
+		chunk, err := rr.readSource()
+		rr.pendingLine = append(rr.pendingLine, chunk...)
+		return rr.pendingLine, err
+	}
+	return rr.readSource()
+}
+
+// readSource reads r up to a newline; r's first error other than bufio.ErrBufferFull is
+// kept and returned again.
+func (rr *RecordReader) readSource() ([]byte, error) {
+	if rr.err != nil {
+		return nil, rr.err
+	}
+	chunk, err := rr.r.ReadSlice('\n')
+	if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+		rr.err = err
+	}
+	return chunk, err
 }
 
 // Line is the line the last record read starts on, for error messages.

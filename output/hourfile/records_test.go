@@ -48,8 +48,11 @@ func TestRecordReader(t *testing.T) {
 		{"unfinished last row", "a,b\nc,d", [][]string{{"a", "b"}}, io.EOF, 3},
 		{"unfinished quoted row", "a,b\n\"c\nd", [][]string{{"a", "b"}}, io.EOF, 4},
 		{"bare quotes", "a\"b\"c,d\n", nil, ErrBareQuote, 0},
-		// An odd quote opens a field that never closes: the rest is one unfinished record.
-		{"bare quote", "a\"b,c\nd\n", nil, io.EOF, 8},
+		// An odd quote opens a field that never closes over whole lines: damage, which costs
+		// its line (the reader goes on at the next, below).
+		{"bare quote", "a\"b,c\nd\n", nil, ErrQuote, 0},
+		// Over an unfinished last line: the writer's row in progress, as above.
+		{"quote open at an unfinished end", "a\"b,c\nd", nil, io.EOF, 7},
 		{"text after closing quote", "\"a\"b,c\n", nil, ErrQuote, 0},
 		{"long row", strings.Repeat("x", 1<<19) + ",y\n", [][]string{{strings.Repeat("x", 1<<19), "y"}}, io.EOF, 0},
 	} {
@@ -75,6 +78,55 @@ func TestRecordReaderGoesOnAfterAMalformedRecord(t *testing.T) {
 	got, bad := readJoined(strings.NewReader("a,b\n\"x\"y,z\nc,d\n"))
 	if bad != 1 || !reflect.DeepEqual(got, []string{"a|b", "c|d"}) {
 		t.Errorf("got %q and %d malformed, want [a|b c|d] and 1", got, bad)
+	}
+}
+
+// TestDamagedLineCostsThatLine: whatever a damaged line holds (an open quote, a stray one,
+// too few fields), the rows after it are read, from the next line on; rows with quoted
+// text spanning lines are read whole.
+func TestDamagedLineCostsThatLine(t *testing.T) {
+	rows := "1,\"two\nlines\",x\n2,b,c\n3,\"q,\"\"uoted\"\"\",c\n4,b,c\n"
+	for _, tc := range []struct{ name, damage string }{
+		{"unterminated quote", "garbage,\"unterminated\n"},
+		{"quote closed by a later line's", "x,\"y\n"},
+		{"text after a closing quote", "\"a\"b,c,d\n"},
+		{"bare quote", "a\"b,c,d\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, bad := readJoined(strings.NewReader("h1,h2,h3\n" + tc.damage + rows))
+			want := []string{"h1|h2|h3", "1|two\nlines|x", "2|b|c", "3|q,\"uoted\"|c", "4|b|c"}
+			if bad != 1 || !reflect.DeepEqual(got, want) {
+				t.Errorf("got %q and %d malformed, want %q and 1", got, bad, want)
+			}
+		})
+	}
+}
+
+// TestRejectGivesBackTheFollowingLines: a record that parses but its reader finds damaged
+// (here: the wrong number of fields) gives back the lines after its first.
+func TestRejectGivesBackTheFollowingLines(t *testing.T) {
+	// The damaged line's quote is closed by the next stray one, two lines on: the record
+	// parses, into 2 fields of 3.
+	in := "a,b,c\nbroken,\"x\n1,2,3\n\"\n4,5,6\n"
+	rr := NewRecordReader(strings.NewReader(in))
+	var got []string
+	bad := 0
+	for {
+		fields, err := rr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil || len(fields) != 3 {
+			bad++
+			if err == nil {
+				rr.Reject()
+			}
+			continue
+		}
+		got = append(got, string(bytes.Join(fields, []byte("|"))))
+	}
+	if want := []string{"a|b|c", "1|2|3", "4|5|6"}; bad != 2 || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q and %d malformed, want %q and 2 (the broken line and the stray quote)", got, bad, want)
 	}
 }
 
