@@ -253,10 +253,7 @@ func (term *terminal) resize(width, height int) {
 
 // topCommandLine is the shell command that runs `threadcap top args` in the pane.
 func topCommandLine(t *testing.T, offset time.Duration, args ...string) string {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testBinary(t)
 	quoted := make([]string, len(args))
 	for i, a := range args {
 		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"

@@ -61,6 +61,9 @@ func (m *model) screen() string {
 		lines = append(lines, m.stacksLines(m.tableRows()+1)...)
 	case m.pane == paneLatency:
 		lines = append(lines, m.latencyLines(m.tableRows()+1)...)
+	case m.res == nil && m.err != "":
+		// Nothing to show yet: the whole message, which the status line cuts.
+		lines = append(lines, wrap(clean(m.err), m.width)...)
 	default:
 		lines = append(lines, m.tableLines(m.tableRows()+1)...)
 	}
