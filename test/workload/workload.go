@@ -398,3 +398,76 @@ func FreePort(t testing.TB) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// SyscallStorm makes the cheapest syscall (getppid) in a loop: two raw_syscalls events
+// every few hundred nanoseconds, each a write of the thread's record.
+func SyscallStorm(t testing.TB) *Thread {
+	return start(t, func(stop <-chan struct{}) {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for range 10_000 {
+				syscall.Getppid()
+			}
+		}
+	})
+}
+
+// PingPong runs two threads that hand one byte back and forth over a pair of pipes, as
+// fast as the scheduler switches them: a context switch and a wakeup per hand-over.
+func PingPong(t testing.TB) (*Thread, *Thread) {
+	t.Helper()
+	var ping, pong [2]int
+	if err := syscall.Pipe(ping[:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Pipe(pong[:]); err != nil {
+		t.Fatal(err)
+	}
+	// Closing the write ends last ends both threads' reads: each exits on a failed read.
+	t.Cleanup(func() {
+		for _, fd := range []int{ping[1], pong[1], ping[0], pong[0]} {
+			syscall.Close(fd)
+		}
+	})
+	relay := func(in, out int) func(stop <-chan struct{}) {
+		return func(stop <-chan struct{}) {
+			buf := []byte{0}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if n, err := syscall.Read(in, buf); err != nil || n == 0 {
+					return
+				}
+				if _, err := syscall.Write(out, buf); err != nil {
+					return
+				}
+			}
+		}
+	}
+	a, b := start(t, relay(ping[0], pong[1])), start(t, relay(pong[0], ping[1]))
+	syscall.Write(ping[1], []byte{0})
+	return a, b
+}
+
+// Ticker wakes every period from nanosleep: a high-resolution timer firing on its CPU,
+// whose wakeup runs in hard interrupt context, inside whatever that CPU was doing.
+func Ticker(t testing.TB, period time.Duration) *Thread {
+	return start(t, func(stop <-chan struct{}) {
+		ts := syscall.NsecToTimespec(period.Nanoseconds())
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			syscall.Nanosleep(&ts, nil)
+		}
+	})
+}
