@@ -94,9 +94,15 @@ func (w workload) sample(tick time.Time, i int) state.Sample {
 	if len(w.usr) > 0 {
 		s.UserStack = state.NewStack(w.usr)
 	}
-	// The hog is on CPU every third tick.
+	// The hog is on CPU every third tick; the writer's threads write for 20 s of every 60,
+	// and wait for work in between.
 	if w.process == "hog" && i%3 == 0 {
 		s.State = state.OnCPU
+	}
+	if w.process == "dbwriter" && i%600 >= 200 {
+		s.State, s.Syscall, s.IODev, s.IOOp, s.KernelStack, s.UserStack = state.Sleeping, "futex", "", "", nil, nil
+		s.StateTimeUs = [state.TimedStates]int64{}
+		s.StateTimeUs[state.Sleeping] = 100000
 	}
 	return s
 }

@@ -114,20 +114,19 @@ func chartLines(tl *report.Result, w report.Window, cpus, width, height int) []s
 			cells[i][0] = largest(c.states) // any active thread shows
 		}
 	}
-	cpuRow := int(float64(cpus)/top*float64(height)+0.5) - 1 // the row the CPU count reaches
+	// The row the CPU count reaches: the bottom one at least, when many more threads are
+	// active than there are CPUs.
+	cpuRow := max(int(float64(cpus)/top*float64(height)+0.5)-1, 0)
 	lines := make([]string, 0, height+1)
 	for r := height - 1; r >= 0; r-- {
 		var label string
 		switch r {
-		case height - 1:
-			label = number(top)
 		case cpuRow:
 			label = fmt.Sprintf("%dcpu", cpus)
+		case height - 1:
+			label = number(top)
 		case 0:
 			label = "0"
-		}
-		if r == cpuRow && r == height-1 {
-			label = fmt.Sprintf("%dcpu", cpus)
 		}
 		var b strings.Builder
 		b.WriteString(axisStyle.Render(rightTo(label, axisWidth-1) + "│"))

@@ -250,7 +250,7 @@ func (m *model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case "n":
 		m.find(m.search, m.selected+1)
 	case "g":
-		m.prompt, m.input = promptBy, strings.Join(m.by, ",")
+		m.prompt, m.input = promptBy, ""
 	case "s":
 		return m, m.showStacks()
 	case "l":
@@ -454,11 +454,16 @@ func (m *model) promptKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.find(m.search, m.selected)
 			return m, nil
 		}
+		if strings.TrimSpace(m.input) == "" {
+			return m, nil // nothing typed: as it was
+		}
 		return m, m.regroup(m.input)
 	case "backspace":
 		if r := []rune(m.input); len(r) > 0 {
 			m.input = string(r[:len(r)-1])
 		}
+	case "ctrl+u":
+		m.input = ""
 	default:
 		if k.Text != "" {
 			m.input += k.Text

@@ -195,10 +195,7 @@ func TestSearchAndRegroup(t *testing.T) {
 	if m.selected != 3 {
 		t.Errorf("find 数 selected group %d, want 3", m.selected)
 	}
-	m.input = ""
-	press(m, "g")
-	m.input = ""
-	press(m, "p", "i", "d", "enter")
+	press(m, "g", "p", "i", "d", "enter")
 	if q := src.queries[len(src.queries)-2]; !slices.Equal(q.By, []string{"pid"}) {
 		t.Errorf("after g pid: by %v", q.By)
 	}

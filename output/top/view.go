@@ -97,7 +97,7 @@ func (m *model) titleLine() string {
 		span = fmt.Sprintf("%s to %s (%s)", w.From.Format(dayLayout), to, durationText(w.Duration()))
 	}
 	busy := ""
-	if m.inflight {
+	if m.inflight && !m.live { // live mode asks every second: no flicker for that
 		busy = "  …"
 	}
 	return titleStyle.Render("threadcap top") + "  " + titleStyle.Render(mode) + "  " + span + busy
@@ -247,7 +247,7 @@ func (m *model) statusLine() string {
 	case m.prompt == promptSearch:
 		return "find: " + clean(m.input) + "▏  (Enter: find, n: next, Esc: cancel)"
 	case m.prompt == promptBy:
-		return "group by: " + clean(m.input) + "▏  (columns, comma-separated; Enter: regroup, Esc: cancel)"
+		return "group by: " + clean(m.input) + "▏  (now " + strings.Join(m.by, ",") + "; columns, comma-separated)"
 	case m.err != "":
 		return errorStyle.Render("error: " + clean(m.err))
 	case m.note != "":
