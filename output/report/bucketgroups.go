@@ -39,9 +39,15 @@ func mostActive(a, b Group) int {
 // each stack's hash (the kernel_stack and user_stack columns) and its frames, outermost
 // first and ';'-separated. A stacks file that is gone or cut short gives what it holds.
 func StackFrames(files []string) (map[string]string, error) {
+	var damaged []FileDamage
+	return stackFrames(files, &damaged)
+}
+
+// stackFrames is StackFrames, adding what could not be read to damaged.
+func stackFrames(files []string, damaged *[]FileDamage) (map[string]string, error) {
 	frames := map[string]string{}
 	for _, path := range files {
-		if err := readStacks(path, frames); err != nil {
+		if err := readStacks(path, frames, damaged); err != nil {
 			return nil, err
 		}
 	}

@@ -36,6 +36,7 @@ func TestBucketGroupsAddUpToTheBreakdown(t *testing.T) {
 			}
 			sums[k].Rows += g.Rows
 			sums[k].CPUUs += g.CPUUs
+			sums[k].Inactive += g.Inactive
 			rows += g.Rows
 		}
 		if rows != sum(b.Rows[:]) {

@@ -18,11 +18,13 @@ type jsonReport struct {
 	To            time.Time    `json:"to"`
 	Files         []string     `json:"files"`
 	Ticks         int64        `json:"ticks"`
-	Rows          int64        `json:"rows"`
-	ExitedRows    int64        `json:"exited_rows"` // in cpu_seconds, not in rows or avg_threads
+	Rows          int64        `json:"rows"`          // active sessions: what avg_threads counts
+	InactiveRows  int64        `json:"inactive_rows"` // in cpu_seconds, not in rows or avg_threads
+	ExitedRows    int64        `json:"exited_rows"`   // in cpu_seconds, not in rows or avg_threads
 	AvgThreads    float64      `json:"avg_threads"`
 	CPUSeconds    float64      `json:"cpu_seconds"`
 	MalformedRows int64        `json:"malformed_rows"`
+	DamagedFiles  []FileDamage `json:"damaged_files"`
 	By            []string     `json:"by,omitempty"`
 	Groups        []jsonGroup  `json:"groups,omitempty"`
 	Other         *jsonGroup   `json:"other,omitempty"`
@@ -33,6 +35,7 @@ type jsonGroup struct {
 	Values     map[string]string `json:"values,omitempty"`
 	Groups     int               `json:"groups,omitempty"` // in "other" only: how many it sums
 	Rows       int64             `json:"rows"`
+	Inactive   int64             `json:"inactive_rows"`
 	AvgThreads float64           `json:"avg_threads"`
 	CPUSeconds float64           `json:"cpu_seconds"`
 }
@@ -41,14 +44,18 @@ type jsonBucket struct {
 	Start      time.Time          `json:"start"`
 	Ticks      int64              `json:"ticks"`
 	AvgThreads float64            `json:"avg_threads"`
-	States     map[string]float64 `json:"states"` // average threads in each state
+	States     map[string]float64 `json:"states"` // average active threads of each kind (TimelineStates)
 	CPUSeconds float64            `json:"cpu_seconds"`
 }
 
 func renderJSON(w io.Writer, r *Result) error {
 	out := jsonReport{
 		From: r.Window.From, To: r.Window.To, Files: r.Files, Ticks: r.Ticks, Rows: r.Rows, ExitedRows: r.Exited,
-		AvgThreads: Average(r.Rows, r.Ticks), CPUSeconds: seconds(r.CPUUs), MalformedRows: r.Malformed,
+		InactiveRows: r.Inactive, AvgThreads: Average(r.Rows, r.Ticks), CPUSeconds: seconds(r.CPUUs),
+		MalformedRows: r.Malformed, DamagedFiles: r.Damaged,
+	}
+	if out.DamagedFiles == nil {
+		out.DamagedFiles = []FileDamage{}
 	}
 	if r.Step == 0 {
 		out.By = r.By
@@ -58,11 +65,11 @@ func renderJSON(w io.Writer, r *Result) error {
 			for i, name := range r.By {
 				values[name] = g.Values[i]
 			}
-			out.Groups = append(out.Groups, jsonGroup{Values: values, Rows: g.Rows,
+			out.Groups = append(out.Groups, jsonGroup{Values: values, Rows: g.Rows, Inactive: g.Inactive,
 				AvgThreads: Average(g.Rows, r.Ticks), CPUSeconds: seconds(g.CPUUs)})
 		}
 		if r.Other.Count > 0 {
-			out.Other = &jsonGroup{Groups: r.Other.Count, Rows: r.Other.Rows,
+			out.Other = &jsonGroup{Groups: r.Other.Count, Rows: r.Other.Rows, Inactive: r.Other.Inactive,
 				AvgThreads: Average(r.Other.Rows, r.Ticks), CPUSeconds: seconds(r.Other.CPUUs)}
 		}
 	}

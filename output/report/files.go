@@ -11,7 +11,9 @@ import (
 	"github.com/threadcap/threadcap/output/hourfile"
 )
 
-// ListHourFiles returns the samples files in dir a reader reads, oldest first. An error
+// ListHourFiles returns the samples files in dir a reader reads, oldest first: for each
+// hour, its CSV files (plain or compressed) when it has any, else its Parquet files
+// (hourfile.ForReading). An error
 // that dir may not be read is an fs.ErrPermission: the directory is right, the user's
 // rights are not.
 func ListHourFiles(dir string) ([]hourfile.File, error) {
@@ -22,19 +24,14 @@ func ListHourFiles(dir string) ([]hourfile.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing hour files: %w; give the directory threadcap writes to with --dir", err)
 	}
-	var files []hourfile.File
-	for _, f := range all {
-		if f.Kind == hourfile.Samples && f.Readable() {
-			files = append(files, f)
-		}
-	}
-	return files, nil
+	return hourfile.ForReading(all, hourfile.Samples), nil
 }
 
 // FilesFor returns the hour files in dir whose hour overlaps w, oldest first, so that a
 // report over five minutes opens one or two files, not the whole history. When an hour is
 // present both plain and compressed, both are read: the writer leaves that only when the
-// clock went back an hour, and then the two hold different rows.
+// clock went back an hour, and then the two hold different rows. An hour kept both as
+// CSV and as Parquet (output.format both) is read from its CSV.
 func FilesFor(dir string, w Window) ([]hourfile.File, error) {
 	all, err := ListHourFiles(dir)
 	if err != nil {
@@ -70,8 +67,8 @@ func tickFilesFor(dir string, files []hourfile.File) (map[time.Time][]string, er
 		want[f.Hour] = true
 	}
 	ticks := map[time.Time][]string{}
-	for _, f := range all {
-		if f.Kind == hourfile.Ticks && f.Readable() && want[f.Hour] {
+	for _, f := range hourfile.ForReading(all, hourfile.Ticks) {
+		if want[f.Hour] {
 			ticks[f.Hour] = append(ticks[f.Hour], f.Path)
 		}
 	}

@@ -6,9 +6,8 @@ import (
 	"bufio"
 	"cmp"
 	"errors"
+	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,21 +33,25 @@ type FoldedStack struct {
 
 // Folded answers q's window and filter as folded stacks, the most frequent first. Rows
 // without a stack (threads on CPU, and off CPU in states stacks were not captured for)
-// are left out; Result.Rows counts them all.
+// are left out; Result.Rows and Result.Inactive count them all.
 func Folded(dir string, q Query) ([]FoldedStack, *Result, error) {
 	q.By, q.Step, q.Top = []string{colProcess, colUserStack, colKernelStack}, 0, 0
 	r, err := Run(dir, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	frames, err := StackFrames(r.Files)
+	frames, err := stackFrames(r.Files, &r.Damaged)
 	if err != nil {
 		return nil, nil, err
 	}
 	counts := map[string]int64{}
 	for _, g := range r.Groups {
 		process, user, kernel := g.Values[0], g.Values[1], g.Values[2]
-		if (user == "" && kernel == "") || g.Rows == 0 {
+		// Every matching row with a stack counts, an active session or not: a flame graph
+		// of where threads sleep (--where state=sleeping) is as useful as one of where
+		// they wait.
+		rows := g.Rows + g.Inactive
+		if (user == "" && kernel == "") || rows == 0 {
 			continue
 		}
 		parts := []string{process}
@@ -63,7 +66,7 @@ func Folded(dir string, q Query) ([]FoldedStack, *Result, error) {
 			}
 			parts = append(parts, f)
 		}
-		counts[strings.Join(parts, ";")] += g.Rows
+		counts[strings.Join(parts, ";")] += rows
 	}
 	stacks := make([]FoldedStack, 0, len(counts))
 	for f, n := range counts {
@@ -75,26 +78,32 @@ func Folded(dir string, q Query) ([]FoldedStack, *Result, error) {
 	return stacks, r, nil
 }
 
-// readStacks adds the stacks of the hour of samples file path to frames, whichever of
-// plain or compressed its stacks file is (they are compressed apart).
-func readStacks(samples string, frames map[string]string) error {
-	dir, name := filepath.Split(samples)
-	n, ok := hourfile.Parse(name)
+// readStacks adds the stacks of the hour of samples file path to frames, from whichever
+// of plain, compressed or Parquet its stacks files are (they are compressed apart). What
+// could not be read of them goes to damaged.
+func readStacks(samples string, frames map[string]string, damaged *[]FileDamage) error {
+	dir, n, ok := hourfile.ParsePath(samples)
 	if !ok || n.Kind != hourfile.Samples {
 		return nil
 	}
-	// A line cut short by a crash, or not of the hash,frames shape, is skipped.
-	var malformed int64
-	for _, suffix := range hourfile.ReadableSuffixes {
-		err := eachRecord(filepath.Join(dir, hourfile.Stacks.Name(n.Hour, suffix)), &malformed, nil, func(fields [][]byte) bool {
-			if len(fields) == 2 {
-				frames[string(fields[0])] = string(value(fields, 1, true))
+	all, err := hourfile.List(dir)
+	if err != nil {
+		return fmt.Errorf("listing stacks files: %w", err)
+	}
+	for _, f := range hourfile.ForReading(all, hourfile.Stacks) {
+		if !f.Hour.Equal(n.Hour) {
+			continue
+		}
+		// A line cut short by a crash, or not of the hash,frames shape, is skipped.
+		readFile(f.Path, damaged, func(header [][]byte) error {
+			if len(header) != 2 {
+				return errors.New("not a stacks file: its header is not hash,frames")
 			}
+			return nil
+		}, func(fields [][]byte) bool {
+			frames[string(fields[0])] = string(value(fields, 1, true))
 			return true
 		})
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
 	}
 	return nil
 }

@@ -67,6 +67,8 @@ func (d *DiskLatency) Percentile(h *[state.IOBuckets]uint64, p float64) int64 {
 type Latencies struct {
 	Spans []SpanLatency
 	Disks []DiskLatency
+	// Damaged lists the spans and io files read in part or not at all.
+	Damaged []FileDamage
 }
 
 // Latency reads the spans and io files of dir for the minutes in w: by span, the slowest
@@ -77,11 +79,10 @@ func Latency(dir string, w Window) (Latencies, error) {
 		return Latencies{}, fmt.Errorf("listing spans and io files: %w", err)
 	}
 	spans, disks := map[string]*SpanLatency{}, map[[2]string]*DiskLatency{}
-	var malformed int64
+	var out Latencies
 	read := 0
-	for _, f := range all {
-		if (f.Kind != hourfile.Spans && f.Kind != hourfile.IO) || !f.Readable() ||
-			!f.Hour.Before(w.To) || !f.Hour.Add(time.Hour).After(w.From) {
+	for _, f := range append(hourfile.ForReading(all, hourfile.Spans), hourfile.ForReading(all, hourfile.IO)...) {
+		if !f.Hour.Before(w.To) || !f.Hour.Add(time.Hour).After(w.From) {
 			continue
 		}
 		read++
@@ -94,7 +95,7 @@ func Latency(dir string, w Window) (Latencies, error) {
 			}
 		}
 		var col map[string]int
-		err := eachRecord(f.Path, &malformed, func(h [][]byte) error {
+		readFile(f.Path, &out.Damaged, func(h [][]byte) error {
 			col = map[string]int{}
 			for i, name := range h {
 				col[string(name)] = i
@@ -106,15 +107,11 @@ func Latency(dir string, w Window) (Latencies, error) {
 			}
 			return nil
 		}, func(fields [][]byte) bool { return add(col, fields) })
-		if err != nil {
-			return Latencies{}, err
-		}
 	}
 	if read == 0 {
 		return Latencies{}, fmt.Errorf("no spans or io file in %s covers %s to %s: spans are recorded when the config has spans, block requests when io is on",
 			dir, w.From.Format(time.RFC3339), w.To.Format(time.RFC3339))
 	}
-	var out Latencies
 	for _, l := range spans {
 		out.Spans = append(out.Spans, *l)
 	}
@@ -264,11 +261,16 @@ func RenderLatency(w io.Writer, lat Latencies, win Window, format string) error 
 		_ = cw.WriteAll(spans)
 		return cw.Error()
 	case FormatJSON:
+		damaged := lat.Damaged
+		if damaged == nil {
+			damaged = []FileDamage{}
+		}
 		return json.NewEncoder(w).Encode(map[string]any{"from": win.From, "to": win.To,
-			"spans": named(latencyColumns, spans), "disks": named(diskColumns, disks)})
+			"spans": named(latencyColumns, spans), "disks": named(diskColumns, disks), "damaged_files": damaged})
 	}
 	fmt.Fprintf(w, "%s to %s: spans ended and block requests completed, percentiles as log2 bucket upper bounds\n",
 		win.From.Format("2006-01-02 15:04:05 -07:00"), win.To.Format("2006-01-02 15:04:05 -07:00"))
+	writeDamage(w, lat.Damaged)
 	if err := table(w, "SPAN\tSPANS\tAVG ms\tWALL p50\tp90\tp99\tCPU p50\tp90\tp99\tON CPU\tRUNNABLE\tSLEEPING\tD", spans); err != nil {
 		return err
 	}

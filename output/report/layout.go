@@ -14,11 +14,11 @@ import (
 // header name, so a column added at the end by a later schema never moves the others, and
 // a column an older file lacks (index -1) reads as empty.
 type layout struct {
-	fields             int // per record
-	time, state, onCPU int
-	by                 []int
-	byText             []bool
-	where              []matcher
+	fields                   int // per record
+	time, state, onCPU, span int
+	by                       []int
+	byText                   []bool
+	where                    []matcher
 }
 
 // matcher is the --where matches on one column: any of values will do.
@@ -50,6 +50,7 @@ func (s *scan) layoutOf(header [][]byte) (layout, error) {
 		time:   slices.Index(names, colTime),
 		state:  slices.Index(names, colState),
 		onCPU:  slices.Index(names, colOnCPU),
+		span:   slices.Index(names, colSpan),
 	}
 	if l.time < 0 {
 		return l, errors.New("not a threadcap hour file: its header has no sample_time column")

@@ -56,6 +56,7 @@ const (
 	colTime  = "sample_time"
 	colState = "state"
 	colOnCPU = "on_cpu_us"
+	colSpan  = "span"
 )
 
 // Steps a timeline can have.

@@ -72,18 +72,17 @@ func writeSummary(b *strings.Builder, r *Result) {
 	}
 	fmt.Fprintf(b, "%s to %s (%s), %d %s\n", r.Window.From.Format(summaryLayout), r.Window.To.Format(summaryLayout),
 		r.Window.Duration().Round(time.Second), len(r.Files), files)
-	fmt.Fprintf(b, "%d ticks, %d rows: %.2f threads on average, %.2f CPU seconds\n",
-		r.Ticks, r.Rows, Average(r.Rows, r.Ticks), seconds(r.CPUUs))
+	fmt.Fprintf(b, "%d ticks, %d active %s: %.2f threads on average, %.2f CPU seconds\n",
+		r.Ticks, r.Rows, plural(r.Rows, "row", "rows"), Average(r.Rows, r.Ticks), seconds(r.CPUUs))
+	if r.Inactive > 0 {
+		fmt.Fprintf(b, "and %d inactive %s (asleep or stopped, in no span): in CPU seconds only\n",
+			r.Inactive, plural(r.Inactive, "row", "rows"))
+	}
 	if r.Exited > 0 {
-		rows := "rows"
-		if r.Exited == 1 {
-			rows = "row"
-		}
-		fmt.Fprintf(b, "and %d %s of threads that had exited: in CPU seconds, not in threads on average\n", r.Exited, rows)
+		fmt.Fprintf(b, "and %d %s of threads that had exited: in CPU seconds, not in threads on average\n",
+			r.Exited, plural(r.Exited, "row", "rows"))
 	}
-	if r.Malformed > 0 {
-		fmt.Fprintf(b, "skipped %d malformed rows\n", r.Malformed)
-	}
+	writeDamage(b, r.Damaged)
 	b.WriteString("\n")
 }
 
@@ -131,7 +130,7 @@ var timelineColumns = []struct {
 	header, mark, meaning string
 }{
 	{"ON_CPU", "C", "on CPU"}, {"RUNNABLE", "R", "runnable"},
-	{"D_STATE", "D", "uninterruptible"}, {"SLEEPING", "S", "sleeping"}, {"OTHER", "o", "stopped or other"},
+	{"D_STATE", "D", "uninterruptible"}, {"IN_SPAN", "S", "asleep in a span"}, {"OTHER", "o", "other"},
 }
 
 // timelineLegend says what the marks of the bar stand for.

@@ -4,12 +4,11 @@ package report
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
+	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/state"
 )
@@ -24,38 +23,47 @@ type Result struct {
 	// did not keep them) counts the distinct tick times of its rows, which misses the
 	// ticks at which no thread at all had a row.
 	Ticks int64
-	// Rows counts the rows in the window that passed the filter, but for those of exited
-	// threads (Exited): they are what the averages count.
+	// Rows counts the rows in the window that passed the filter and are active sessions
+	// (output.Session: on CPU, runnable or uninterruptible at the tick, or inside a span):
+	// they are what the averages count.
 	Rows int64
 	// Exited counts the rows of threads that had exited by their tick: a thread shows once
 	// more in state dead after it exits, with the times of its last interval. Its CPU time
 	// is in CPUUs, but it is not an active thread.
 	Exited int64
-	CPUUs  int64 // the on_cpu_us of every row counted, exited threads' too
+	// Inactive counts the other rows that are not active sessions: threads asleep or
+	// stopped at the tick outside a span (a thread that ran since the previous tick, or
+	// any thread with --all). Their CPU time is in CPUUs.
+	Inactive int64
+	CPUUs    int64 // the on_cpu_us of every row that passed the filter, inactive and exited too
 	// Malformed counts rows skipped because they are not valid CSV, have the wrong number
-	// of fields, or an unreadable time or number.
+	// of fields, or an unreadable time or number: the sum of Damaged's Lost.
 	Malformed int64
-	By        []string
-	Groups    []Group // the Top groups, most active first
-	Other     Group   // the groups past Top, summed; Other.Count says how many
-	Step      time.Duration
-	Timeline  []Bucket // in time order, when Step is set
+	// Damaged lists the files of the window read in part or not at all (samples and
+	// ticks), and what was lost of each.
+	Damaged  []FileDamage
+	By       []string
+	Groups   []Group // the Top groups, most active first
+	Other    Group   // the groups past Top, summed; Other.Count says how many
+	Step     time.Duration
+	Timeline []Bucket // in time order, when Step is set
 }
 
 // Group is the rows that share the values of the By columns.
 type Group struct {
-	Values []string // one per By column
-	Rows   int64    // but for those of exited threads, as in Result
-	CPUUs  int64    // exited threads' included
-	Count  int      // in Result.Other, how many groups it sums; 1 otherwise
+	Values   []string // one per By column
+	Rows     int64    // active sessions, as in Result
+	CPUUs    int64    // of every row, inactive and exited threads' included
+	Count    int      // in Result.Other, how many groups it sums; 1 otherwise
+	Inactive int64    // rows neither active sessions nor exited threads', as in Result
 }
 
 // Bucket is a slice of the timeline.
 type Bucket struct {
 	Start time.Time
 	Ticks int64
-	// Rows counts the rows by state, in the order of TimelineStates; exited threads'
-	// rows are not among them, but their CPU time is in CPUUs.
+	// Rows counts the active sessions by what they do at the tick, in the order of
+	// TimelineStates; other rows are not among them, but their CPU time is in CPUUs.
 	Rows  [len(timelineStates)]int64
 	CPUUs int64
 	// Groups are the bucket's rows by the By columns, most active first, when the query
@@ -63,15 +71,38 @@ type Bucket struct {
 	Groups []Group
 }
 
-// timelineStates are the states of active threads a timeline splits rows by; anything
-// else but dead (an exited thread, not active) counts as other.
-var timelineStates = [...]string{
-	state.OnCPU.String(), state.Runnable.String(), state.Uninterruptible.String(),
-	state.Sleeping.String(), state.Stopped.String(), "other",
-}
+// timelineStates are the kinds of active session a timeline splits rows by
+// (output.SessionName's), then other: a row inside a span in a state this binary does not
+// know.
+var timelineStates = func() (names [output.SessionKinds + 1]string) {
+	for k := range output.SessionKinds {
+		names[k] = output.SessionName(k)
+	}
+	names[output.SessionKinds] = "other"
+	return names
+}()
 
 // deadState is the state of an exited thread's last row.
 var deadState = []byte(state.Dead.String())
+
+// states are the states by name, as rows hold them.
+var states = func() map[string]state.State {
+	m := map[string]state.State{}
+	for s := range state.Dead + 1 {
+		m[s.String()] = s
+	}
+	return m
+}()
+
+// sessionOf says what kind of active session a row of state st, inside a span or not, is
+// (an index into timelineStates); false when it is not one.
+func sessionOf(st []byte, inSpan bool) (int, bool) {
+	s, known := states[string(st)]
+	if !known {
+		return output.SessionKinds, inSpan
+	}
+	return output.Session(s, inSpan)
+}
 
 // TimelineStates names the entries of Bucket.Rows.
 func TimelineStates() []string { return timelineStates[:] }
@@ -100,15 +131,11 @@ func Run(dir string, q Query) (*Result, error) {
 	s := newScan(q)
 	for _, f := range files {
 		s.rowTicks = len(ticks[f.Hour]) == 0
-		if err := s.file(f.Path); err != nil {
-			return nil, err
-		}
+		s.file(f.Path)
 	}
 	for _, f := range files {
 		for _, path := range ticks[f.Hour] {
-			if err := s.ticksFile(path); err != nil {
-				return nil, err
-			}
+			s.ticksFile(path)
 		}
 		delete(ticks, f.Hour) // an hour both plain and compressed is listed twice
 	}
@@ -135,13 +162,13 @@ func newScan(q Query) *scan {
 }
 
 // file streams one hour file into the sums.
-func (s *scan) file(path string) error {
+func (s *scan) file(path string) {
 	var l layout
-	return eachRecord(path, &s.res.Malformed, func(header [][]byte) (err error) {
+	s.res.Malformed += readFile(path, &s.res.Damaged, func(header [][]byte) (err error) {
 		l, err = s.layoutOf(header)
 		return err
 	}, func(fields [][]byte) bool {
-		return len(fields) == l.fields && s.row(&l, fields)
+		return s.row(&l, fields)
 	})
 }
 
@@ -177,19 +204,26 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 	if !ok {
 		return false
 	}
-	// An exited thread's row carries the CPU time of its last interval, which counts; the
-	// thread, gone at the tick, is not an active session then.
+	// Every row's CPU time counts; only active sessions count in the averages. An exited
+	// thread's row carries the CPU time of its last interval, and the thread, gone at the
+	// tick, is not an active session then.
 	st := value(fields, l.state, false)
-	active := int64(1)
-	if bytes.Equal(st, deadState) {
-		active = 0
+	kind, isSession := sessionOf(st, len(value(fields, l.span, false)) > 0)
+	var active, inactive int64
+	switch {
+	case isSession:
+		active = 1
+	case bytes.Equal(st, deadState):
 		s.res.Exited++
+	default:
+		inactive = 1
 	}
 	s.res.Rows += active
+	s.res.Inactive += inactive
 	s.res.CPUUs += cpu
 	if b != nil {
-		if active == 1 {
-			b.Rows[stateIndex(st)]++
+		if isSession {
+			b.Rows[kind]++
 		}
 		b.CPUUs += cpu
 		if !s.q.BucketGroups {
@@ -214,6 +248,7 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 		groups[string(s.key)] = g
 	}
 	g.Rows += active
+	g.Inactive += inactive
 	g.CPUUs += cpu
 	return true
 }
@@ -226,11 +261,13 @@ func (s *scan) countTick(b *Bucket) {
 }
 
 // ticksFile counts the ticks of one ticks file that fall in the window.
-func (s *scan) ticksFile(path string) error {
-	return eachRecord(path, &s.res.Malformed, nil, func(fields [][]byte) bool {
-		if len(fields) != 1 {
-			return false
+func (s *scan) ticksFile(path string) {
+	s.res.Malformed += readFile(path, &s.res.Damaged, func(header [][]byte) error {
+		if len(header) != 1 || string(header[0]) != colTime {
+			return fmt.Errorf("not a ticks file: its header is not %s", colTime)
 		}
+		return nil
+	}, func(fields [][]byte) bool {
 		t, err := time.Parse(time.RFC3339Nano, string(fields[0]))
 		if err != nil {
 			return false
@@ -246,44 +283,6 @@ func (s *scan) ticksFile(path string) error {
 	})
 }
 
-// eachRecord streams an hour file of any kind, plain or compressed: head gets its header
-// (nil head: any header), row each record after it. A record that is not valid CSV, or
-// that row finds malformed (false), is counted in malformed and skipped. A file without
-// even a header, just created, has nothing to read.
-func eachRecord(path string, malformed *int64, head func([][]byte) error, row func([][]byte) bool) error {
-	rc, err := hourfile.Open(path)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	rr := hourfile.NewRecordReader(rc)
-	header, err := rr.Read()
-	if errors.Is(err, io.EOF) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading the header of %s: %w", path, err)
-	}
-	if head != nil {
-		if err := head(header); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	for {
-		fields, err := rr.Read()
-		switch {
-		case errors.Is(err, io.EOF):
-			return nil
-		case errors.Is(err, hourfile.ErrBareQuote) || errors.Is(err, hourfile.ErrQuote):
-			*malformed++
-		case err != nil:
-			return fmt.Errorf("reading %s at line %d: %w", path, rr.Line(), err)
-		case !row(fields):
-			*malformed++
-		}
-	}
-}
-
 func (s *scan) bucket(t time.Time) *Bucket {
 	start := t.Truncate(s.q.Step)
 	b := s.buckets[start.UnixNano()]
@@ -293,15 +292,6 @@ func (s *scan) bucket(t time.Time) *Bucket {
 		s.buckets[start.UnixNano()] = b
 	}
 	return b
-}
-
-func stateIndex(v []byte) int {
-	for i, name := range timelineStates[:len(timelineStates)-1] {
-		if string(v) == name {
-			return i
-		}
-	}
-	return len(timelineStates) - 1
 }
 
 // atoi reads a decimal integer field; an empty field (unknown) is 0.
@@ -340,6 +330,7 @@ func (s *scan) result(files []hourfile.File) *Result {
 	if s.q.Top > 0 && len(r.Groups) > s.q.Top {
 		for _, g := range r.Groups[s.q.Top:] {
 			r.Other.Rows += g.Rows
+			r.Other.Inactive += g.Inactive
 			r.Other.CPUUs += g.CPUUs
 			r.Other.Count++
 		}

@@ -37,11 +37,16 @@ func thread(tick time.Time, pid int32, process string, st state.State, syscall s
 }
 
 // tickRows is one tick of the fixture: a spinner always on CPU, a shell always asleep in
-// wait4, and a database thread in D state in pread64, reading nvme0n1, at every other tick.
+// wait4 (not an active session), a backend always asleep in semop inside a lock_wait span
+// (an active session), and a database thread in D state in pread64, reading nvme0n1, at
+// every other tick.
 func tickRows(tick time.Time, i int) []state.Sample {
+	backend := thread(tick, 400, "postgres", state.Sleeping, "semop", 0)
+	backend.Span, backend.SpanUs, backend.SpanArg = "lock_wait", 1000, "LOCK TABLE t"
 	rows := []state.Sample{
 		thread(tick, 100, "spin", state.OnCPU, "", 1_000_000),
 		thread(tick, 200, "-bash", state.Sleeping, "wait4", 0),
+		backend,
 	}
 	if i%2 == 0 {
 		db := thread(tick, 300, "mysqld", state.Uninterruptible, "pread64", 2_000)
@@ -118,10 +123,14 @@ func TestBreakdown(t *testing.T) {
 		q    Query
 		want []summary
 	}{
+		// The shell asleep outside a span is no active session; the backend asleep in its
+		// span is one.
 		{"by state and syscall", query("state,syscall"), []summary{
-			{"on_cpu/", 1, 10}, {"sleeping/wait4", 1, 0}, {"uninterruptible/pread64", 0.5, 0.01}}},
+			{"on_cpu/", 1, 10}, {"sleeping/semop", 1, 0}, {"uninterruptible/pread64", 0.5, 0.01}, {"sleeping/wait4", 0, 0}}},
+		{"by span and state", query("span,state"), []summary{
+			{"/on_cpu", 1, 10}, {"lock_wait/sleeping", 1, 0}, {"/uninterruptible", 0.5, 0.01}, {"/sleeping", 0, 0}}},
 		// The formula guard the file has ('-bash) is not what the user types or sees.
-		{"where a guarded name", query("process,state", "process=-bash"), []summary{{"-bash/sleeping", 1, 0}}},
+		{"where a guarded name", query("process,state", "process=-bash"), []summary{{"-bash/sleeping", 0, 0}}},
 		// Two values for one column are alternatives; another column narrows further.
 		{"where pid or pid, and state", query("pid", "pid=100", "pid=300", "state=uninterruptible"),
 			[]summary{{"300", 0.5, 0.01}}},
@@ -154,16 +163,17 @@ func TestWindowAndTop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Ticks 3, 4 and 5: the end is not in the window. The D-state thread is at tick 4 only.
-	if r.Ticks != 3 || r.Rows != 7 || r.CPUUs != 3_002_000 {
-		t.Errorf("%d ticks, %d rows, %d µs on CPU; want 3, 7, 3002000", r.Ticks, r.Rows, r.CPUUs)
+	// Ticks 3, 4 and 5: the end is not in the window. The D-state thread is at tick 4 only;
+	// the shell's three rows are not active sessions.
+	if r.Ticks != 3 || r.Rows != 7 || r.Inactive != 3 || r.CPUUs != 3_002_000 {
+		t.Errorf("%d ticks, %d rows, %d inactive, %d µs on CPU; want 3, 7, 3, 3002000", r.Ticks, r.Rows, r.Inactive, r.CPUUs)
 	}
 	want := []summary{{"100", 1, 3}}
 	if got := summarize(r); !reflect.DeepEqual(got, want) {
 		t.Errorf("top group %v, want %v", got, want)
 	}
-	if r.Other.Count != 2 || r.Other.Rows != 4 {
-		t.Errorf("other: %d groups, %d rows; want 2 groups, 4 rows", r.Other.Count, r.Other.Rows)
+	if r.Other.Count != 3 || r.Other.Rows != 4 || r.Other.Inactive != 3 {
+		t.Errorf("other: %d groups, %d rows, %d inactive; want 3 groups, 4 rows, 3 inactive", r.Other.Count, r.Other.Rows, r.Other.Inactive)
 	}
 }
 
@@ -177,10 +187,14 @@ func TestTimeline(t *testing.T) {
 	if len(r.Timeline) != 4 {
 		t.Fatalf("%d buckets, want 4 (13:58:30 is cut, then 13:59, 14:00, 14:01)", len(r.Timeline))
 	}
+	// The backend asleep in its span stacks as its own kind; the shell asleep outside one
+	// is not there: the stack sums to the average active threads, 2.5.
 	for _, b := range r.Timeline {
-		onCPU, sleeping, d := Average(b.Rows[0], b.Ticks), Average(b.Rows[3], b.Ticks), Average(b.Rows[2], b.Ticks)
-		if onCPU != 1 || sleeping != 1 || d != 0.5 {
-			t.Errorf("%v: %.2f on CPU, %.2f sleeping, %.2f in D; want 1, 1, 0.5", b.Start, onCPU, sleeping, d)
+		onCPU, inSpan, d := Average(b.Rows[output.SessionOnCPU], b.Ticks), Average(b.Rows[output.SessionSleepingInSpan], b.Ticks),
+			Average(b.Rows[output.SessionUninterruptible], b.Ticks)
+		if onCPU != 1 || inSpan != 1 || d != 0.5 || Average(sum(b.Rows[:]), b.Ticks) != 2.5 {
+			t.Errorf("%v: %.2f on CPU, %.2f asleep in a span, %.2f in D, %.2f in all; want 1, 1, 0.5, 2.5",
+				b.Start, onCPU, inSpan, d, Average(sum(b.Rows[:]), b.Ticks))
 		}
 	}
 	if r.Timeline[1].Ticks != 60 || !r.Timeline[1].Start.Equal(start.Add(-time.Minute)) {
@@ -230,7 +244,7 @@ func TestExitedThreadsAreNotActive(t *testing.T) {
 	if err := Render(&b, r, FormatTable, 0); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "14 rows: 1.40 threads on average, 14.30 CPU seconds\n"+
+	if !strings.Contains(b.String(), "14 active rows: 1.40 threads on average, 14.30 CPU seconds\n"+
 		"and 1 row of threads that had exited: in CPU seconds, not in threads on average") {
 		t.Errorf("the summary does not set the exited thread apart:\n%s", b.String())
 	}
