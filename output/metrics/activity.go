@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -19,18 +20,19 @@ const Other = "other"
 // every burst.
 const rankEvery = time.Minute
 
-// activity sums the rows' exact state times: the seconds each process's threads spent in
-// each state. Only the top processes by activity have a label of their own (their series
+// activity sums the rows' exact state times, the seconds each process's threads spent in
+// each state, and counts the rows that are active sessions (output.Session) by kind: over
+// the ticks, the average active threads. Only the top processes by activity have a label of their own (their series
 // start when they are chosen and end when they are not); the time of the others goes to
 // Other, so that a scrape holds at most top+1 processes, whatever runs on the machine.
 type activity struct {
 	top int
 
 	mu sync.Mutex
-	// named are the processes with a label of their own, and their µs per state since
-	// they were chosen.
-	named map[string]*[state.TimedStates]int64
-	other [state.TimedStates]int64
+	// named are the processes with a label of their own, and their sums since they were
+	// chosen.
+	named map[string]*processSums
+	other processSums
 	// active is each process's active µs (on CPU, runnable, uninterruptible) since
 	// rankedAt: what the next choice ranks by.
 	active   map[string]int64
@@ -38,11 +40,19 @@ type activity struct {
 }
 
 func newActivity(top int) *activity {
-	return &activity{top: top, named: map[string]*[state.TimedStates]int64{}, active: map[string]int64{}}
+	return &activity{top: top, named: map[string]*processSums{}, active: map[string]int64{}}
 }
 
-// add counts the time of one batch of a tick's rows. A seeded row has no times, and a
-// dead row's are its thread's last: both count like any other row.
+// processSums are one process's (or Other's) sums: µs per state, and rows that were
+// active sessions per kind.
+type processSums struct {
+	us       [state.TimedStates]int64
+	sessions [output.SessionKinds]int64
+}
+
+// add counts the time and the active sessions of one batch of a tick's rows. A seeded row
+// has no times, but its thread is an active session or not like any other's; a dead
+// row's times are its thread's last, and it is no active session.
 func (a *activity) add(tick time.Time, rows []state.Sample) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -55,25 +65,28 @@ func (a *activity) add(tick time.Time, rows []state.Sample) {
 	}
 	for i := range rows {
 		r := &rows[i]
+		sum := a.seriesOf(r.Process)
+		if kind, ok := output.Session(r.State, r.Span != ""); ok {
+			sum.sessions[kind]++
+		}
 		if r.StateTimeUs[state.OnCPU] < 0 {
 			continue // seeded: times unknown
 		}
 		a.active[r.Process] += r.StateTimeUs[state.OnCPU] + r.StateTimeUs[state.Runnable] + r.StateTimeUs[state.Uninterruptible]
-		sum := a.seriesOf(r.Process)
 		for st, us := range r.StateTimeUs {
-			sum[st] += us
+			sum.us[st] += us
 		}
 	}
 }
 
 // seriesOf is where a row of process counts: its own series, one started now while
 // fewer than top processes have one, or Other.
-func (a *activity) seriesOf(process string) *[state.TimedStates]int64 {
+func (a *activity) seriesOf(process string) *processSums {
 	if s, ok := a.named[process]; ok {
 		return s
 	}
 	if len(a.named) < a.top && ownLabel(process) {
-		s := new([state.TimedStates]int64)
+		s := new(processSums)
 		a.named[process] = s
 		return s
 	}
@@ -107,7 +120,7 @@ func (a *activity) rank() {
 	}
 	for name := range keep {
 		if a.named[name] == nil {
-			a.named[name] = new([state.TimedStates]int64)
+			a.named[name] = new(processSums)
 		}
 	}
 	clear(a.active)
@@ -117,10 +130,12 @@ func (a *activity) rank() {
 // gone before its process was read) or one spelt like Other counts in Other.
 func ownLabel(process string) bool { return process != "" && process != Other }
 
-// processSeconds is one process's (or Other's) seconds per state.
+// processSeconds is one process's (or Other's) seconds per state, and active sessions per
+// kind.
 type processSeconds struct {
-	process string
-	seconds [state.TimedStates]float64
+	process  string
+	seconds  [state.TimedStates]float64
+	sessions [output.SessionKinds]int64
 }
 
 // snapshot returns the seconds of every named process and of Other.
@@ -128,9 +143,9 @@ func (a *activity) snapshot() []processSeconds {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make([]processSeconds, 0, len(a.named)+1)
-	add := func(name string, us *[state.TimedStates]int64) {
-		p := processSeconds{process: name}
-		for st, v := range us {
+	add := func(name string, sums *processSums) {
+		p := processSeconds{process: name, sessions: sums.sessions}
+		for st, v := range sums.us {
 			p.seconds[st] = float64(v) / 1e6
 		}
 		out = append(out, p)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -73,5 +74,50 @@ func TestActivitySkipsSeededRows(t *testing.T) {
 	a.add(time.Unix(1, 0), []state.Sample{seeded})
 	if by := seconds(a); by["p"] != 0 || by[Other] != 0 {
 		t.Errorf("a seeded row added thread-seconds: %v", by)
+	}
+}
+
+// TestActivityCountsActiveSessionsOnly: a row counts as an active session when its thread
+// is on CPU, runnable or in D at the tick, or inside a span whatever its state; a thread
+// asleep outside a span, and an exited thread's last row, add their time but no session.
+func TestActivityCountsActiveSessionsOnly(t *testing.T) {
+	a := newActivity(10)
+	inSpan := func(r state.Sample) state.Sample { r.Span = "lock_wait"; return r }
+	of := func(process string, st state.State) state.Sample {
+		r := row(process, 0)
+		r.State = st
+		return r
+	}
+	for i := range 10 {
+		a.add(time.Unix(1_800_000_000+int64(i), 0), []state.Sample{
+			of("spin", state.OnCPU), of("spin", state.Runnable), of("db", state.Uninterruptible),
+			of("bash", state.Sleeping), // asleep outside a span: no session
+			inSpan(of("postgres", state.Sleeping)), inSpan(of("postgres", state.Stopped)),
+			inSpan(of("postgres", state.Dead)), of("cc1", state.Dead), // exited: no session
+		})
+	}
+	want := map[string][output.SessionKinds]int64{
+		"spin":     {output.SessionOnCPU: 10, output.SessionRunnable: 10},
+		"db":       {output.SessionUninterruptible: 10},
+		"bash":     {},
+		"postgres": {output.SessionSleepingInSpan: 10, output.SessionStoppedInSpan: 10},
+		"cc1":      {},
+		Other:      {},
+	}
+	var total int64
+	for _, p := range a.snapshot() {
+		if p.sessions != want[p.process] {
+			t.Errorf("%s: sessions %v, want %v", p.process, p.sessions, want[p.process])
+		}
+		for _, n := range p.sessions {
+			total += n
+		}
+	}
+	// 5 active sessions a tick over 10 ticks: 5 average active threads, of 8 rows a tick.
+	if total != 50 {
+		t.Errorf("%d active sessions in all, want 50", total)
+	}
+	if by := seconds(a); by["bash"] != 10 {
+		t.Errorf("the sleeper's time: %v thread-seconds, want its 10 (time counts, sessions do not)", by["bash"])
 	}
 }

@@ -123,13 +123,18 @@ var (
 		"Seconds threads spent in each state, from the rows' exact state times: rate() is the average number of threads in the state. "+
 			"The top processes by activity have a label of their own, the rest are process=\"other\"; state=\"on_cpu\" is CPU seconds.",
 		"process", "state")
+	sessions = desc("threadcap_active_sessions_total",
+		"Rows that were active sessions (on CPU, runnable or uninterruptible at the tick, or inside a span), summed over the ticks: "+
+			"rate() of it over rate(threadcap_ticks_total) is the average active threads, as threadcap report counts them. "+
+			"kind is on_cpu, runnable, uninterruptible, sleeping_in_span or stopped_in_span; processes are labelled as in threadcap_thread_seconds_total.",
+		"process", "kind")
 )
 
 // Describe sends every metric's description (prometheus.Collector).
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		buildInfo, ticks, skipped, rows, written, dropped, bytesOut, paused, tracked, capacity, untracked,
-		lostUpdates, lostStacks, stackless, unseen, defects, seeded, backlog, progRuns, progTime, threadSecs,
+		lostUpdates, lostStacks, stackless, unseen, defects, seeded, backlog, progRuns, progTime, threadSecs, sessions,
 	} {
 		ch <- d
 	}
@@ -187,6 +192,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range m.activity.snapshot() {
 		for st, secs := range p.seconds {
 			counter(threadSecs, secs, p.process, state.State(st).String())
+		}
+		for kind, n := range p.sessions {
+			counter(sessions, float64(n), p.process, output.SessionName(kind))
 		}
 	}
 }
