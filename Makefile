@@ -8,7 +8,7 @@ GO ?= go
 CLANG ?= clang-19
 STRIP ?= llvm-strip-19
 
-.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang install-postgres install-prometheus install-s3 install-blocktools vendor-headers bench test-kernels install-qemu test-systemd install-nspawn install-tmux
+.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang install-postgres install-prometheus install-s3 install-blocktools vendor-headers vendor-echarts install-chromium screenshot bench test-kernels install-qemu test-systemd install-nspawn install-tmux
 
 # -buildvcs=auto: the commit goes into the binary for `threadcap version` even where the
 # environment sets GOFLAGS=-buildvcs=false, and a tree without .git still builds.
@@ -17,7 +17,7 @@ build:
 
 # Everything CI runs. Privileged tests load BPF programs and need root (under CI=true they
 # fail rather than skip). Packages run one at a time (-p 1): their spinners measure CPU shares.
-test: lint check-generated verify-unit install-postgres install-prometheus install-s3 install-blocktools install-tmux test-kernels test-systemd
+test: lint check-generated verify-unit install-chromium install-postgres install-prometheus install-s3 install-blocktools install-tmux test-kernels test-systemd
 	$(GO) test -race -p 1 -count=1 ./...
 	cd test/duckdb && $(GO) test -count=1 ./...
 	$(MAKE) fuzz
@@ -163,6 +163,33 @@ vendor-headers:
 	cp /usr/include/bpf/bpf_helpers.h /usr/include/bpf/bpf_helper_defs.h \
 		/usr/include/bpf/bpf_tracing.h /usr/include/bpf/bpf_core_read.h bpf/include/
 	sed -i 's|#include <bpf/\(.*\)>|#include "\1"|' bpf/include/*.h
+
+# Refreshes the chart library the HTML report inlines (output/report/html/echarts): Apache
+# ECharts' npm tarball at a pinned version, checked against its sha256 before anything is
+# taken from it; only the minified build, its LICENSE and NOTICE are kept. The embedded
+# file's own sha256 goes into SHA256SUMS, which a unit test checks.
+ECHARTS_VERSION ?= 6.1.0
+ECHARTS_SHA256 ?= 681aff88cc1038c3fa941a3a53d1b177a52250b05335efc607d6105ae13be481
+ECHARTS_DIR := output/report/html/echarts
+vendor-echarts:
+	rm -rf .echarts && mkdir -p .echarts
+	curl -sSfL -o .echarts/echarts.tgz https://registry.npmjs.org/echarts/-/echarts-$(ECHARTS_VERSION).tgz
+	echo "$(ECHARTS_SHA256)  .echarts/echarts.tgz" | sha256sum -c --quiet
+	tar -xzf .echarts/echarts.tgz -C .echarts package/dist/echarts.min.js package/LICENSE package/NOTICE package/licenses/LICENSE-d3
+	cp .echarts/package/dist/echarts.min.js .echarts/package/LICENSE .echarts/package/NOTICE .echarts/package/licenses/LICENSE-d3 $(ECHARTS_DIR)/
+	cd $(ECHARTS_DIR) && sha256sum echarts.min.js > SHA256SUMS
+	sed -i 's/^const Version = ".*"/const Version = "$(ECHARTS_VERSION)"/' $(ECHARTS_DIR)/echarts.go
+	rm -rf .echarts
+
+# The HTML report's tests (output/report/html) drive Debian's headless Chromium.
+install-chromium:
+	@command -v chromium >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null)
+
+# The README's picture of `threadcap report --html`: the page over a recording the daemon
+# makes of real workloads (root), shot by headless Chromium.
+screenshot: install-chromium
+	THREADCAP_SCREENSHOT=$(CURDIR)/docs/report-html.png $(GO) test -count=1 -run '^TestScreenshot$$' ./output/report/html/
 
 # What threadcap costs (needs root; about 8 minutes; see BENCHMARKS.md), then the CSV
 # writer's throughput, then report's (an hour of 10 million rows, written first: about 2 GB

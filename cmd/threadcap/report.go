@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/threadcap/threadcap/configs/config"
 	"github.com/threadcap/threadcap/output/report"
+	"github.com/threadcap/threadcap/output/report/html"
 )
 
 // Where the files are looked for when neither --dir nor the config file's dir says: ./data,
@@ -37,6 +39,8 @@ type reportConfig struct {
 	// files, and per disk and operation the percentiles of time queued and at the device,
 	// from the io files, instead of a breakdown.
 	Latency bool
+	// HTML is where to write the page of the window (- for stdout), instead of a breakdown.
+	HTML string
 	// Readers is who may read the files: the config file and its output.group, for the
 	// advice when they cannot be read.
 	Readers readers
@@ -88,6 +92,7 @@ func parseReportFlags(args []string, now time.Time, usage io.Writer) (reportConf
 	fs.StringVar(&timeline, "timeline", "", "minute or second: active threads per minute or second by state, instead of groups")
 	fs.StringVar(&format, "format", report.FormatTable, "table, csv or json")
 	fs.BoolVar(&cfg.Latency, "latency", false, "per span (spans in the config): count, p50/p90/p99 of wall and on-CPU time, and the average split of wall time; per disk and operation (io on): requests and p50/p90/p99 of time queued and at the device (table and json; csv has the spans)")
+	fs.StringVar(&cfg.HTML, "html", "", "write one self-contained HTML `file` (- for stdout) of the window: active threads over time, top activity with drill-down, latency, stacks and threads, narrowed by selecting and clicking, offline")
 	fs.BoolVar(&cfg.Folded, "folded", false, "folded stacks of the rows that have one (process;user frames;kernel frames count), for flame graph tools")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -111,8 +116,8 @@ func parseReportFlags(args []string, now time.Time, usage io.Writer) (reportConf
 	if cfg.Format, err = report.ParseFormat(format); err != nil {
 		errs = append(errs, err)
 	}
-	if n := countTrue(cfg.Folded, timeline != "", cfg.Latency); n > 1 {
-		errs = append(errs, errors.New("--folded, --timeline and --latency ask for different reports; give one"))
+	if n := countTrue(cfg.Folded, timeline != "", cfg.Latency, cfg.HTML != ""); n > 1 {
+		errs = append(errs, errors.New("--folded, --timeline, --latency and --html ask for different reports; give one"))
 	}
 	if len(errs) == 0 {
 		errs = append(errs, cfg.Query.Validate())
@@ -150,6 +155,9 @@ func defaultReportDir() string {
 // runReport reads the files and writes the report to out. It needs no privilege beyond
 // reading the files.
 func runReport(cfg reportConfig, out io.Writer) error {
+	if cfg.HTML != "" {
+		return cfg.Readers.explain(writeHTML(cfg, out))
+	}
 	if cfg.Latency {
 		lat, err := report.Latency(cfg.Dir, cfg.Query.Window)
 		if err != nil {
@@ -169,6 +177,30 @@ func runReport(cfg reportConfig, out io.Writer) error {
 		return cfg.Readers.explain(err)
 	}
 	return report.Render(out, r, cfg.Format, terminalWidth(out))
+}
+
+// writeHTML writes the page to cfg.HTML, or to out for -. A file is written whole or not
+// at all: the page goes to a temporary file renamed over it.
+func writeHTML(cfg reportConfig, out io.Writer) error {
+	if cfg.HTML == "-" {
+		return html.Write(out, cfg.Dir, cfg.Query, html.Options{})
+	}
+	f, err := os.CreateTemp(filepath.Dir(cfg.HTML), "."+filepath.Base(cfg.HTML)+".*")
+	if err != nil {
+		return fmt.Errorf("writing the page: %w", err)
+	}
+	defer os.Remove(f.Name())
+	err = html.Write(f, cfg.Dir, cfg.Query, html.Options{})
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("writing %s: %w", cfg.HTML, cerr)
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), cfg.HTML)
+	}
+	return err
 }
 
 // explain says, of an error that is a permission problem, who may read the files and how

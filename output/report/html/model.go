@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package html
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/threadcap/threadcap/output/report"
+)
+
+// Columns is what the page can group, stack and filter by, in the order a click on a group
+// drills down: each click filters on the group and regroups by the next column.
+var Columns = []string{"state", "syscall", "wchan", "process", "span", "io_dev", "cgroup", "user"}
+
+// threadColumns name a thread in the swimlanes; stackColumns hold the stacks of the flame
+// graph. With Columns they are the page's cube: every row of the window is summed by all
+// of them, per bucket, so that the page can narrow and regroup without the files.
+var (
+	threadColumns = []string{"tid", "pid", "thread", "cmdline"}
+	stackColumns  = []string{"kernel_stack", "user_stack"}
+)
+
+// cubeColumns is the By of the one query the page is made from.
+func cubeColumns() []string {
+	return slices.Concat(Columns, threadColumns, stackColumns)
+}
+
+// steps are the lengths a page's buckets can have.
+var steps = []time.Duration{100 * time.Millisecond, time.Second, 10 * time.Second, time.Minute,
+	5 * time.Minute, 15 * time.Minute, time.Hour}
+
+// maxBuckets bounds the buckets of a window: enough for a chart to show the shape of an
+// incident, few enough that the page's size grows with the threads, not with the window.
+const maxBuckets = 120
+
+// Step is the length of the page's buckets for a window: the shortest of steps that cuts
+// it into at most maxBuckets (ten seconds in 100 ms buckets, an hour in minutes).
+func Step(w report.Window) time.Duration {
+	for _, s := range steps {
+		if w.Duration() <= s*maxBuckets {
+			return s
+		}
+	}
+	return steps[len(steps)-1]
+}
+
+// page is what the page's script gets, as JSON: aggregates, never rows.
+type page struct {
+	Version string `json:"version"`
+	Host    string `json:"host"`
+	// HostNote says where Host and CPUs come from when the files do not name them.
+	HostNote string         `json:"host_note,omitempty"`
+	CPUs     int            `json:"cpus"`
+	From     string         `json:"from"`
+	To       string         `json:"to"`
+	StepMs   int64          `json:"step_ms"`
+	Files    []string       `json:"files"`
+	Where    []report.Match `json:"where"` // the command line's filters, already applied
+	Lacks    []string       `json:"lacks"`
+	Empty    string         `json:"empty,omitempty"`
+	Columns  []string       `json:"columns"` // the drill-down order
+	Cube     cube           `json:"cube"`
+	States   []string       `json:"states"`
+	// Frames are the stacks' frames by hash.
+	Frames   map[string]string `json:"frames"`
+	Heatmaps []heatmap         `json:"heatmaps"`
+}
+
+// cube is the window's rows summed by bucket and by every cube column. Values are
+// dictionary-coded: a cell holds the bucket's index, the index of each column's value in
+// Values, then rows (active threads' rows, as report counts them) and CPU µs.
+type cube struct {
+	Dims    []string   `json:"dims"`
+	Values  [][]string `json:"values"`
+	Buckets []bucket   `json:"buckets"`
+	Cells   [][]int64  `json:"cells"`
+}
+
+type bucket struct {
+	// Start and End bound the bucket within the window, as --from and --to take them.
+	Start string `json:"start"`
+	End   string `json:"end"`
+	Ticks int64  `json:"ticks"`
+}
+
+// buildCube turns a timeline with bucket groups into the cube.
+func buildCube(r *report.Result) cube {
+	// Empty lists, not null, for the script.
+	c := cube{Dims: r.By, Values: make([][]string, len(r.By)), Buckets: []bucket{}, Cells: [][]int64{}}
+	index := make([]map[string]int64, len(r.By))
+	for i := range index {
+		index[i] = map[string]int64{}
+		c.Values[i] = []string{}
+	}
+	for bi, b := range r.Timeline {
+		start, end := b.Start, b.Start.Add(r.Step)
+		start = later(start, r.Window.From)
+		if r.Window.To.Before(end) {
+			end = r.Window.To
+		}
+		c.Buckets = append(c.Buckets, bucket{Start: stamp(start, r.Window), End: stamp(end, r.Window), Ticks: b.Ticks})
+		for _, g := range b.Groups {
+			cell := make([]int64, 0, len(g.Values)+3)
+			cell = append(cell, int64(bi))
+			for i, v := range g.Values {
+				n, ok := index[i][v]
+				if !ok {
+					n = int64(len(c.Values[i]))
+					index[i][v] = n
+					c.Values[i] = append(c.Values[i], v)
+				}
+				cell = append(cell, n)
+			}
+			c.Cells = append(c.Cells, append(cell, g.Rows, g.CPUUs))
+		}
+	}
+	return c
+}
+
+func later(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
+}
+
+// stamp writes a time as --from and --to read it back, in the window's zone.
+func stamp(t time.Time, w report.Window) string {
+	return t.In(w.From.Location()).Format(time.RFC3339Nano)
+}
+
+// heatmap is a latency histogram per minute: Cells are [minute index, log2 bucket, count].
+type heatmap struct {
+	Title   string    `json:"title"`
+	Minutes []string  `json:"minutes"`
+	Cells   [][]int64 `json:"cells"`
+}
+
+// heatmaps reads the spans' wall time and the disks' device time, minute by minute, from
+// the spans and io files through report.Latency. A window without either file has none;
+// lacks says so.
+func heatmaps(dir string, w report.Window) ([]heatmap, []string) {
+	if _, err := report.Latency(dir, w); err != nil {
+		return nil, []string{"spans and block I/O latencies: no spans or io file covers the window"}
+	}
+	spans := heatmap{Title: "Spans' wall time"}
+	disks := heatmap{Title: "Disks' device time"}
+	for m := w.From.Truncate(time.Minute); m.Before(w.To); m = m.Add(time.Minute) {
+		lat, err := report.Latency(dir, report.Window{From: m, To: m.Add(time.Minute)})
+		if err != nil {
+			continue
+		}
+		label := stamp(m, w)
+		add := func(h *heatmap, hist []uint64) {
+			if len(h.Minutes) == 0 || h.Minutes[len(h.Minutes)-1] != label {
+				h.Minutes = append(h.Minutes, label)
+			}
+			for b, n := range hist {
+				if n > 0 {
+					h.Cells = append(h.Cells, []int64{int64(len(h.Minutes) - 1), int64(b), int64(n)})
+				}
+			}
+		}
+		for _, s := range lat.Spans {
+			add(&spans, s.WallHist[:])
+		}
+		for _, d := range lat.Disks {
+			add(&disks, d.DeviceHist[:])
+		}
+	}
+	var out []heatmap
+	var lacks []string
+	for _, h := range []heatmap{spans, disks} {
+		if len(h.Cells) > 0 {
+			h.Cells = mergeCells(h.Cells)
+			out = append(out, h)
+		} else {
+			lacks = append(lacks, strings.ToLower(h.Title[:1])+h.Title[1:]+": none in the window")
+		}
+	}
+	return out, lacks
+}
+
+// mergeCells sums the cells of one minute and bucket (several spans or disks).
+func mergeCells(cells [][]int64) [][]int64 {
+	slices.SortFunc(cells, func(a, b []int64) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	out := cells[:0]
+	for _, c := range cells {
+		if n := len(out); n > 0 && out[n-1][0] == c[0] && out[n-1][1] == c[1] {
+			out[n-1][2] += c[2]
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// errNoFiles tells an empty window from a directory with no recording at all.
+var errNoFiles = errors.New("no hour files")
+
+// emptyWindow reports whether dir holds hour files but none for w: a window to say is
+// empty, where report errs.
+func emptyWindow(dir string, w report.Window) (bool, error) {
+	if _, err := report.FilesFor(dir, w); err == nil {
+		return false, nil
+	}
+	all, err := report.ListHourFiles(dir)
+	if err != nil {
+		return false, err
+	}
+	if len(all) == 0 {
+		return false, fmt.Errorf("%w in %s; give the directory threadcap writes to with --dir", errNoFiles, dir)
+	}
+	return true, nil
+}
