@@ -108,14 +108,15 @@ func describe(t *testing.T, conn *sql.Conn, query string) []string {
 	return got
 }
 
-// fleetHost is one host's known workload: at every tick, threads on CPU, asleep, and in D
-// state (at every tick, or every other one).
+// fleetHost is one host's known workload: at every tick, threads on CPU, asleep inside a
+// span (active sessions), asleep outside one (idle: none), and in D state (at every tick,
+// or every other one).
 type fleetHost struct {
-	name                     string
-	onCPU, sleeping, dState  int
-	dEveryOther              bool
-	wantDSeconds, wantDAvg   float64
-	wantOnCPUAvg, wantSleeps float64
+	name                          string
+	onCPU, sleeping, idle, dState int
+	dEveryOther                   bool
+	wantDSeconds, wantDAvg        float64
+	wantOnCPUAvg, wantSleeps      float64
 }
 
 // TestFleetRecipes runs the fleet recipes on a tree holding three hosts' Parquet hours, as
@@ -126,7 +127,7 @@ func TestFleetRecipes(t *testing.T) {
 	hosts := []fleetHost{
 		{name: "db-1", onCPU: 2, dState: 1, wantDSeconds: 600, wantDAvg: 1, wantOnCPUAvg: 2},
 		{name: "db-2", onCPU: 1, dState: 1, dEveryOther: true, wantDSeconds: 300, wantDAvg: 0.5, wantOnCPUAvg: 1},
-		{name: "web-1", sleeping: 1, wantSleeps: 1},
+		{name: "web-1", sleeping: 1, idle: 3, wantSleeps: 1},
 	}
 	bucket := t.TempDir()
 	for _, h := range hosts {
@@ -206,7 +207,12 @@ func recordFleetHost(t *testing.T, dir string, h fleetHost, first time.Time) {
 			rows = append(rows, row(tick, int32(200+j), state.OnCPU, "", ""))
 		}
 		for j := range h.sleeping {
-			rows = append(rows, row(tick, int32(300+j), state.Sleeping, "epoll_wait", "do_epoll_wait"))
+			r := row(tick, int32(300+j), state.Sleeping, "futex", "futex_wait")
+			r.Span = "client_wait"
+			rows = append(rows, r)
+		}
+		for j := range h.idle {
+			rows = append(rows, row(tick, int32(500+j), state.Sleeping, "epoll_wait", "do_epoll_wait"))
 		}
 		if !h.dEveryOther || i%2 == 0 {
 			for j := range h.dState {

@@ -1,6 +1,6 @@
 module github.com/threadcap/threadcap/test/duckdb
 
-go 1.26.0
+go 1.26.7
 
 replace github.com/threadcap/threadcap => ../..
 

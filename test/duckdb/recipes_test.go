@@ -183,9 +183,13 @@ func TestRecipesAnswer(t *testing.T) {
 
 	t.Run("top waits", func(t *testing.T) {
 		got := answers["2_top_waits"]
-		want := map[string]float64{"uninterruptible vfork": 1, "sleeping " + sleepSyscall(got): 1}
+		// The sleeper sleeps outside a span: no active session, no wait.
+		want := map[string]float64{"uninterruptible vfork": 1}
 		for _, row := range got {
 			key := str(row["state"]) + " " + str(row["syscall"])
+			if row["state"] == "sleeping" {
+				t.Errorf("%s: %v threads on average, want none: a thread asleep outside a span is no active session", key, row["avg_threads"])
+			}
 			if w, ok := want[key]; ok && row["avg_threads"] != w {
 				t.Errorf("%s: %v threads on average, want %v", key, row["avg_threads"], w)
 			}
@@ -295,8 +299,9 @@ func TestRecipesOnExitedThreads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Ten ticks: a spinner always on CPU; a worker asleep in futex for four, then, after
-	// running 0.3 s more, exited: one dead row at the fifth.
+	// Ten ticks: a spinner always on CPU; a worker asleep in futex inside a lock_wait span
+	// for four, then, after running 0.3 s more, exited: one dead row at the fifth; and a
+	// shell always asleep in wait4, outside any span.
 	row := func(tick time.Time, pid int32, process string, st state.State, syscall string, onCPUUs int64) state.Sample {
 		s := state.Sample{Time: tick, Pid: pid, Tid: pid, Process: process, Thread: process, User: "root", State: st,
 			StateUs: state.Unknown, Syscall: syscall, SyscallUs: state.Unknown, SyscallCPUUs: state.Unknown,
@@ -306,10 +311,12 @@ func TestRecipesOnExitedThreads(t *testing.T) {
 	}
 	for i := range 10 {
 		tick := first.Add(time.Duration(i) * time.Second)
-		rows := []state.Sample{row(tick, 100, "spin", state.OnCPU, "", 1_000_000)}
+		rows := []state.Sample{row(tick, 100, "spin", state.OnCPU, "", 1_000_000), row(tick, 300, "bash", state.Sleeping, "wait4", 0)}
 		switch {
 		case i < 4:
-			rows = append(rows, row(tick, 200, "worker", state.Sleeping, "futex", 0))
+			worker := row(tick, 200, "worker", state.Sleeping, "futex", 0)
+			worker.Span, worker.SpanUs = "lock_wait", 1000
+			rows = append(rows, worker)
 		case i == 4:
 			rows = append(rows, row(tick, 200, "worker", state.Dead, "", 300_000))
 		}
@@ -341,8 +348,10 @@ func TestRecipesOnExitedThreads(t *testing.T) {
 			answers[r.name] = run(t, conn, window.Replace(r.sql))
 		}
 	}
-	if got := answers["2_top_waits"]; len(got) != 1 || got[0]["state"] != "sleeping" || got[0]["syscall"] != "futex" || num(got[0]["avg_threads"]) != 0.4 {
-		t.Errorf("top waits %v, want only sleeping in futex, 0.4 threads: the exited thread is no wait", got)
+	if got := answers["2_top_waits"]; len(got) != 1 || got[0]["state"] != "sleeping" || got[0]["span"] != "lock_wait" ||
+		got[0]["syscall"] != "futex" || num(got[0]["avg_threads"]) != 0.4 {
+		t.Errorf("top waits %v, want only sleeping in lock_wait in futex, 0.4 threads: the exited thread and the shell "+
+			"asleep outside a span are no active sessions", got)
 	}
 	cpu := map[string]float64{}
 	for _, r := range answers["4_cpu_by_minute"] {
@@ -351,8 +360,8 @@ func TestRecipesOnExitedThreads(t *testing.T) {
 	if cpu["spin"] != 10 || cpu["worker"] != 0.3 {
 		t.Errorf("CPU seconds %v, want spin 10 and worker 0.3, its last stretch before it exited", cpu)
 	}
-	if got := answers["5_cpu_starvation"]; len(got) != 2 {
-		t.Errorf("starvation %v, want both processes, the exited one with its CPU seconds", got)
+	if got := answers["5_cpu_starvation"]; len(got) != 3 {
+		t.Errorf("starvation %v, want the three processes, the exited one with its CPU seconds", got)
 	}
 	// p50 is the first bucket holding half the spans: [8, 16) µs, 0.016 ms; p99 the next.
 	if got := answers["8_span_latency"]; len(got) != 1 || got[0]["spans"] != int64(2) || num(got[0]["wall_p50_ms"]) != 0.016 ||

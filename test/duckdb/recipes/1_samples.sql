@@ -1,8 +1,11 @@
 -- Every hour file, plain and compressed, as one view with the documented column types
 -- (no type guessing). Paste it once per DuckDB session; the path is where threadcap writes
--- (/var/lib/threadcap for the service).
+-- (/var/lib/threadcap for the service). active says whether the row is an active session
+-- (README, "Time travel"): on CPU, runnable or uninterruptible at the tick, or inside a
+-- span whatever its state. Average active threads count these rows only.
 CREATE OR REPLACE VIEW samples AS
-SELECT * FROM read_csv('data/threadcap_samples_*.csv*', header = true, columns = {
+SELECT *, (state IN ('on_cpu', 'runnable', 'uninterruptible') OR (state <> 'dead' AND coalesce(span, '') <> '')) AS active
+FROM read_csv('data/threadcap_samples_*.csv*', header = true, columns = {
     'sample_time': 'TIMESTAMPTZ', 'pid': 'INTEGER', 'tid': 'INTEGER', 'process': 'VARCHAR',
     'thread': 'VARCHAR', 'user': 'VARCHAR', 'state': 'VARCHAR', 'state_us': 'BIGINT',
     'syscall': 'VARCHAR', 'syscall_us': 'BIGINT', 'syscall_cpu_us': 'BIGINT',
