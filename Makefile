@@ -187,9 +187,10 @@ install-chromium:
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null)
 
 # The README's picture of `threadcap report --html`: the page over a recording the daemon
-# makes of real workloads (root), shot by headless Chromium.
-screenshot: install-chromium
-	THREADCAP_SCREENSHOT=$(CURDIR)/docs/report-html.png $(GO) test -count=1 -run '^TestScreenshot$$' ./output/report/html/
+# makes of a real PostgreSQL under pgbench (root; about a minute), shot by headless Chromium.
+screenshot: install-chromium install-postgres
+	mkdir -p docs
+	THREADCAP_SCREENSHOT=$(CURDIR)/docs/report-html.png $(GO) test -count=1 -run '^TestPageOverPostgres$$' ./output/report/html/
 
 # What threadcap costs (needs root; about 8 minutes; see BENCHMARKS.md), then the CSV
 # writer's throughput, then report's (an hour of 10 million rows, written first: about 2 GB

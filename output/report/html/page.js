@@ -56,7 +56,8 @@
   const nb = C.buckets.length;
   // The states the rows hold, those the timeline names first, in its order.
   const stateNames = C.values[dim.state - 1];
-  const laneStates = D.states.filter((s) => stateNames.includes(s)).concat(stateNames.filter((s) => !D.states.includes(s)));
+  const laneStates = D.states.filter((s) => stateNames.includes(s))
+    .concat(stateNames.filter((s) => !D.states.includes(s) && s !== 'dead')); // a dead row is no active thread
   const S = { lo: 0, hi: nb - 1, filters: [], groupBy: D.columns[0], stackBy: 'state', flamePath: [], search: '' };
 
   function value(col, cell) { return C.values[dim[col] - 1][cell[dim[col]]]; }
@@ -384,9 +385,10 @@
 
   // Latency heatmaps, from the spans and io files' log2 histograms per minute.
   function durLabel(us) {
-    if (us < 1000) return us + ' µs';
-    if (us < 1e6) return (us / 1000) + ' ms';
-    return (us / 1e6) + ' s';
+    const n = (v) => String(Number(v.toPrecision(3)));
+    if (us < 1000) return n(us) + ' µs';
+    if (us < 1e6) return n(us / 1000) + ' ms';
+    return n(us / 1e6) + ' s';
   }
   // Bucket b holds [2^(b-1), 2^b) µs; bucket 0 under 1 µs.
   const bucketLabel = (b) => (b === 0 ? '< 1 µs' : '< ' + durLabel(2 ** b));

@@ -164,22 +164,3 @@ func TestPageOverRecording(t *testing.T) {
 	}
 	tb.clean()
 }
-
-// TestScreenshot makes the README's picture (make screenshot): the page over a recording,
-// written to $THREADCAP_SCREENSHOT.
-func TestScreenshot(t *testing.T) {
-	out := os.Getenv("THREADCAP_SCREENSHOT")
-	if out == "" {
-		t.Skip("set THREADCAP_SCREENSHOT to the PNG to write (make screenshot)")
-	}
-	_, path, _, _ := recordPage(t)
-	tb := open(t, path)
-	_, png := tb.screenshot()
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tb.clean()
-}

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package html
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/threadcap/threadcap/test/daemontest"
+	"github.com/threadcap/threadcap/test/pgtest"
+	"github.com/threadcap/threadcap/test/privileged"
+	"github.com/threadcap/threadcap/test/timetravel"
+)
+
+// recordPostgres runs the daemon, with the postgresql spans preset and kernel stacks of D
+// states, over a real PostgreSQL under pgbench (commits that wait for the WAL to reach the
+// disk), a long pg_sleep and a query that computes, and returns the recording's directory
+// and the window of the load.
+func recordPostgres(t *testing.T) (rec *timetravel.Recording, from, to time.Time) {
+	t.Helper()
+	privileged.Require(t)
+	chromium(t)
+	tmp := t.TempDir()
+	pgBin := pgtest.Private(t)
+	pg := pgtest.StartIn(t, pgBin)
+	if out, err := pg.Pgbench("-i", "-q", "-s", "4").CombinedOutput(); err != nil {
+		t.Fatalf("pgbench -i: %v\n%s", err, out)
+	}
+	rec = &timetravel.Recording{Bin: timetravel.Build(t), Dir: filepath.Join(tmp, "data")}
+	cfg := filepath.Join(tmp, "threadcap.yaml")
+	yaml := fmt.Sprintf("dir: %s\nstacks:\n  kernel: off-cpu\nspans:\n  - preset: postgresql\n    binary: %s\n",
+		rec.Dir, filepath.Join(pgBin, "postgres"))
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	daemon := exec.Command(rec.Bin, "run", "--config", cfg, "--hz", "10", "--log-level", "warn")
+	notify := filepath.Join(tmp, "notify")
+	conn := daemontest.ListenNotify(t, notify)
+	daemon.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify)
+	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			daemon.Process.Kill()
+			daemon.Wait()
+		}
+	})
+	if got := daemontest.Receive(t, conn, time.Minute); got != "READY=1" {
+		t.Fatalf("threadcap said %q, want READY=1", got)
+	}
+
+	from = time.Now().Truncate(time.Second)
+	var wg sync.WaitGroup
+	run := func(delay time.Duration, cmd *exec.Cmd) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(delay)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("%v: %v\n%s", cmd.Args, err, out)
+			}
+		}()
+	}
+	run(0, pg.Pgbench("-n", "-c", "6", "-j", "2", "-T", "20"))
+	run(4*time.Second, pg.Psql("SELECT pg_sleep(6)"))
+	run(10*time.Second, pg.Psql("SELECT count(*) FROM generate_series(1, 6000000) a, generate_series(1, 1) b"))
+	run(12*time.Second, pg.Psql("SELECT count(*) FROM pgbench_accounts a JOIN pgbench_accounts b USING (aid)"))
+	wg.Wait()
+	to = time.Now().Truncate(time.Second).Add(time.Second)
+	time.Sleep(300 * time.Millisecond)
+	if err := daemon.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := daemon.Wait(); err != nil {
+		t.Fatalf("threadcap run: %v", err)
+	}
+	stopped = true
+	return rec, from, to
+}
+
+// The page over PostgreSQL under load shows report's numbers, whole and narrowed; the
+// README's picture is this page (make screenshot sets THREADCAP_SCREENSHOT).
+func TestPageOverPostgres(t *testing.T) {
+	rec, start, end := recordPostgres(t)
+	from, to := start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano)
+	path := filepath.Join(t.TempDir(), "page.html")
+	if out, err := exec.Command(rec.Bin, "report", "--dir", rec.Dir, "--from", from, "--to", to, "--html", path).CombinedOutput(); err != nil {
+		t.Fatalf("threadcap report --html: %v\n%s", err, out)
+	}
+	tb := open(t, path)
+	sameNumbers(t, tb, reportJSON(t, rec, from, to, "--by", "state"), "state", "over the whole window")
+	img, png := tb.screenshot()
+	for _, panel := range []string{"#chart", "#top", "#flame", "#heatmaps", "#threads"} {
+		if !drawn(img, tb.box(panel)) {
+			t.Errorf("%s drew nothing", panel)
+		}
+	}
+	var stacks bool
+	tb.eval(`!document.querySelector('#flame').textContent.includes('No stacks') && Object.keys(JSON.parse(document.getElementById('data').textContent).frames).length > 0`, &stacks)
+	if !stacks {
+		t.Error("the page of PostgreSQL with off-CPU stacks has no stack")
+	}
+	if out := os.Getenv("THREADCAP_SCREENSHOT"); out != "" {
+		if err := os.WriteFile(out, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", out)
+	}
+	tb.clean()
+}
