@@ -47,6 +47,8 @@ type model struct {
 	live   bool
 	last   time.Duration // live: the window's length, ending now
 	window report.Window // replay: the window; live: the last one asked for
+	// context is what the chart shows: the window and some time around it.
+	context report.Window
 
 	by      []string
 	where   []report.Match
@@ -114,15 +116,16 @@ func (m *model) query() tea.Cmd {
 	m.inflight = true
 	m.lastRun = time.Now()
 	q := report.Query{Window: m.window, By: m.by, Where: m.where}
-	return queryCmd(m.src, m.cfg.Explain, m.gen, q, m.chartStep())
+	context := contextOf(m.window, m.live, m.cfg.Clock())
+	return queryCmd(m.src, m.cfg.Explain, m.gen, q, context, chartStep(context, m.width))
 }
 
-// chartStep is the length of the chart's columns: the window over the chart's width, in
-// whole seconds, rounded up so that the whole window fits (one column more when the window
-// does not start on a step).
-func (m *model) chartStep() time.Duration {
-	cols := time.Duration(max(chartWidth(m.width)-1, 1))
-	step := (m.window.Duration() + cols - 1) / cols
+// chartStep is the length of the chart's columns: the context over the chart's width, in
+// whole seconds, rounded up so that all of it fits (one column more when it does not
+// start on a step).
+func chartStep(context report.Window, width int) time.Duration {
+	cols := time.Duration(max(chartWidth(width)-1, 1))
+	step := (context.Duration() + cols - 1) / cols
 	return max((step + time.Second - 1).Truncate(time.Second), time.Second)
 }
 
@@ -131,7 +134,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.clampSelection()
-		if m.timeline != nil && m.timeline.Step != m.chartStep() {
+		if m.timeline != nil && m.timeline.Step != chartStep(m.context, m.width) {
 			return m, m.query() // the chart's columns changed width
 		}
 	case tickMsg:
@@ -150,7 +153,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.err = ""
-		m.window = msg.window
+		m.window, m.context = msg.window, msg.context
 		keep := m.selectedValues()
 		if m.reselectTo != nil {
 			keep, m.reselectTo = m.reselectTo, nil

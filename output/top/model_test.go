@@ -176,12 +176,12 @@ func TestDrillAndBack(t *testing.T) {
 func TestWindowKeys(t *testing.T) {
 	m, src := newTestModel(t, 80, 24)
 	press(m, "left")
-	w := src.queries[len(src.queries)-1].Window
+	w := src.queries[len(src.queries)-2].Window
 	if want := (report.Window{From: fakeFrom.Add(-150 * time.Second), To: fakeFrom.Add(150 * time.Second)}); w != want {
 		t.Errorf("after ←: %v, want %v", w, want)
 	}
 	press(m, "+")
-	w = src.queries[len(src.queries)-1].Window
+	w = src.queries[len(src.queries)-2].Window
 	if w.Duration() != 10*time.Minute || !w.From.Add(5*time.Minute).Equal(fakeFrom) {
 		t.Errorf("after +: %v", w)
 	}
@@ -214,7 +214,7 @@ func TestFailureIsOneLine(t *testing.T) {
 	src.err = errors.Join(errors.New("open threadcap_samples_2026-11-21T03Z.csv: no such file or directory"), errors.New("second"))
 	run(m, m.query())
 	screen := m.screen()
-	if !strings.Contains(screen, "error: open threadcap_samples") || !strings.Contains(screen, "250 rows") {
+	if !strings.Contains(screen, "error: open threadcap_samples") || !strings.Contains(screen, "250 active rows") {
 		t.Errorf("the screen:\n%s", screen)
 	}
 	if strings.Contains(m.statusLine(), "\n") {
@@ -227,16 +227,23 @@ func TestFailureIsOneLine(t *testing.T) {
 	}
 }
 
-// TestChartCoversWindow: the chart's columns hold the whole window, and no more, for
-// windows of every length at every width.
-func TestChartCoversWindow(t *testing.T) {
+// TestChartCoversContext: the chart's columns hold the whole context, and no more, for
+// windows of every length at every width; the selected window is marked under it.
+func TestChartCoversContext(t *testing.T) {
 	for _, w := range []int{40, 80, 200} {
 		for _, d := range []time.Duration{10 * time.Second, time.Minute, 3 * time.Minute, 15 * time.Minute, time.Hour, 24 * time.Hour} {
-			m := &model{width: w, window: report.Window{From: fakeFrom.Add(7 * time.Second), To: fakeFrom.Add(7*time.Second + d)}}
-			step := m.chartStep()
-			cols := int((m.window.To.Sub(m.window.From.Truncate(step)) + step - 1) / step)
+			sel := report.Window{From: fakeFrom.Add(7 * time.Second), To: fakeFrom.Add(7*time.Second + d)}
+			ctx := contextOf(sel, false, fakeFrom.Add(48*time.Hour))
+			step := chartStep(ctx, w)
+			cols := int((ctx.To.Sub(ctx.From.Truncate(step)) + step - 1) / step)
 			if cols > chartWidth(w) {
 				t.Errorf("width %d, window %v: step %v needs %d columns, the chart has %d", w, d, step, cols, chartWidth(w))
+			}
+			c := chart{tl: &report.Result{Step: step}, context: ctx, selection: sel, cpus: 2}
+			lines := c.lines(w, 4)
+			axis := lines[len(lines)-2]
+			if !strings.Contains(axis, "└") || !strings.Contains(axis, "┘") {
+				t.Errorf("width %d, window %v: the selection is not marked: %q", w, d, axis)
 			}
 		}
 	}

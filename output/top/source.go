@@ -36,6 +36,7 @@ func (s reportSource) Latency(w report.Window) (report.Latencies, error) {
 type resultMsg struct {
 	gen       int
 	window    report.Window
+	context   report.Window // the chart's
 	breakdown *report.Result
 	timeline  *report.Result
 	err       error
@@ -61,18 +62,19 @@ func safely(f func() error) (err error) {
 	return f()
 }
 
-// queryCmd asks for the table and the chart of window in the background.
-func queryCmd(src source, explain func(error) error, gen int, q report.Query, step time.Duration) tea.Cmd {
+// queryCmd asks in the background for the table of q and the chart over context, in
+// columns of step.
+func queryCmd(src source, explain func(error) error, gen int, q report.Query, context report.Window, step time.Duration) tea.Cmd {
 	return func() tea.Msg {
 		start := time.Now()
-		msg := resultMsg{gen: gen, window: q.Window}
+		msg := resultMsg{gen: gen, window: q.Window, context: context}
 		msg.err = safely(func() error {
 			var err error
 			if msg.breakdown, err = src.Run(q); err != nil {
 				return err
 			}
 			tq := q
-			tq.By, tq.Top, tq.Step = nil, 0, step
+			tq.Window, tq.By, tq.Top, tq.Step = context, nil, 0, step
 			msg.timeline, err = src.Run(tq)
 			return err
 		})

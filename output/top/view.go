@@ -4,6 +4,7 @@ package top
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -31,9 +32,9 @@ var (
 // chartHeight is how many rows the chart takes in a terminal height rows high.
 func chartHeight(height int) int { return min(max((height-10)/3, 2), 10) }
 
-// fixedLines are the lines around the table: three of header, the chart and its time
-// axis, the table's header, the status line and the keys.
-func fixedLines(height int) int { return 3 + chartHeight(height) + 1 + 1 + 2 }
+// fixedLines are the lines around the table: three of header, the chart with its time
+// axis and legend, the table's header, the status line and the keys.
+func fixedLines(height int) int { return 3 + chartHeight(height) + 2 + 1 + 2 }
 
 // tableRows is how many groups fit on screen.
 func (m *model) tableRows() int { return max(m.height-fixedLines(m.height), 1) }
@@ -53,7 +54,8 @@ func (m *model) screen() string {
 			minWidth, minHeight, m.width, m.height), m.width)
 	}
 	lines := []string{m.titleLine(), m.summaryLine(), m.filterLine()}
-	lines = append(lines, chartLines(m.timeline, m.window, m.cfg.CPUs, m.width, chartHeight(m.height))...)
+	c := chart{tl: m.timeline, context: m.context, selection: m.window, cpus: m.cfg.CPUs}
+	lines = append(lines, c.lines(m.width, chartHeight(m.height))...)
 	switch {
 	case m.help:
 		lines = append(lines, helpLines...)
@@ -116,12 +118,8 @@ func (m *model) summaryLine() string {
 	if len(r.Files) == 1 {
 		files = "file"
 	}
-	s := fmt.Sprintf("%d ticks, %d rows: %.2f threads on average, %.2f CPU s, %d %s",
+	return fmt.Sprintf("%d ticks, %d active rows: %.2f threads on average, %.2f CPU s, %d %s",
 		r.Ticks, r.Rows, report.Average(r.Rows, r.Ticks), seconds(r.CPUUs), len(r.Files), files)
-	if r.Malformed > 0 {
-		s += fmt.Sprintf(", %d malformed rows skipped", r.Malformed)
-	}
-	return s
 }
 
 func (m *model) filterLine() string {
@@ -252,6 +250,8 @@ func (m *model) statusLine() string {
 		return errorStyle.Render("error: " + clean(m.err))
 	case m.note != "":
 		return m.note
+	case m.res != nil && len(m.res.Damaged) > 0:
+		return errorStyle.Render("damaged: ") + clean(damageText(m.res.Damaged))
 	case m.res != nil:
 		s := fmt.Sprintf("read in %s", m.took.Round(time.Millisecond))
 		if m.live {
@@ -260,6 +260,28 @@ func (m *model) statusLine() string {
 		return faintStyle.Render(s)
 	}
 	return ""
+}
+
+// damageText says in one line what of the window's files could not be read, as report's
+// header does at length: the first file by its name, and how many more.
+func damageText(damaged []report.FileDamage) string {
+	d := damaged[0]
+	var what string
+	switch {
+	case d.NotRead != "":
+		what = "not read: " + d.NotRead
+	case d.Tail != "":
+		what = fmt.Sprintf("%d rows lost, the rest not read: %s", d.Lost, d.Tail)
+	default:
+		what = fmt.Sprintf("%d rows lost", d.Lost)
+	}
+	// The reason often names the file again, in full: once, by its name, is enough.
+	what = strings.ReplaceAll(what, "reading "+d.File+": ", "")
+	s := filepath.Base(d.File) + ": " + strings.ReplaceAll(what, d.File, filepath.Base(d.File))
+	if len(damaged) > 1 {
+		s += fmt.Sprintf(" (and %d more files)", len(damaged)-1)
+	}
+	return s
 }
 
 // keys are the keys the last line lists, most needed first: as many as fit are shown.
