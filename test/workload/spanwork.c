@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //go:build ignore
 // A process that calls tc_work N times (the first argument), each call on CPU for SPIN_MS
-// (second argument) of its own CPU time and then asleep for SLEEP_MS (third). Each call
+// (second argument) of its own CPU time and then asleep for SLEEP_MS (third); a time that
+// ends in "us" is in microseconds ("200us"). After the calls it says on stderr "idle" and
+// the CLOCK_REALTIME µs, then sleeps IDLE_MS (fourth, default 0) outside any span. GAP_MS
+// (fifth, default 0) is CPU time spent after each call, outside any span. Each call
 // is between the USDT probes threadcap:work__start (arguments: the call's number and a
 // label) and threadcap:work__done, written out as <sys/sdt.h> would (a .note.stapsdt
 // note, a .stapsdt.base section, a semaphore in .probes), so that the test needs no
@@ -9,6 +12,7 @@
 // tracers that enabled it.
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define TC_PROBE(name, sema, args, ...)                                                     \
@@ -38,28 +42,54 @@
 volatile unsigned short threadcap_work__start_semaphore __attribute__((section(".probes")));
 volatile unsigned short threadcap_work__done_semaphore __attribute__((section(".probes")));
 
-static double cpu_ms(void)
+static double cpu_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-__attribute__((noinline)) void tc_work(long spin_ms, long sleep_ms)
+static void sleep_us(long us)
 {
-	double end = cpu_ms() + spin_ms;
-	struct timespec ts = { .tv_sec = sleep_ms / 1000, .tv_nsec = sleep_ms % 1000 * 1000000 };
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = us % 1000000 * 1000 };
 
-	while (cpu_ms() < end)
+	if (us > 0)
+		nanosleep(&ts, NULL);
+}
+
+/* A time argument in µs: "200us", or milliseconds without a unit. */
+static long arg_us(int argc, char **argv, int i, long ms)
+{
+	char *end;
+	long v;
+
+	if (argc <= i)
+		return ms * 1000;
+	v = strtol(argv[i], &end, 10);
+	return strcmp(end, "us") == 0 ? v : v * 1000;
+}
+
+static void spin_for(long us)
+{
+	double end = cpu_us() + us;
+
+	while (cpu_us() < end)
 		;
-	nanosleep(&ts, NULL);
+}
+
+__attribute__((noinline)) void tc_work(long spin_us, long sleep)
+{
+	spin_for(spin_us);
+	sleep_us(sleep);
 }
 
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 10;
-	long spin = argc > 2 ? atol(argv[2]) : 5, sleep = argc > 3 ? atol(argv[3]) : 10;
+	long spin = arg_us(argc, argv, 2, 5), sleep = arg_us(argc, argv, 3, 10);
+	long idle = arg_us(argc, argv, 4, 0), gap = arg_us(argc, argv, 5, 0);
+	struct timespec now;
 	/* On the stack: a probe cannot fault in a page the program never touched. */
 	char label[] = "spanwork call";
 
@@ -67,7 +97,11 @@ int main(int argc, char **argv)
 		TC_PROBE(work__start, threadcap_work__start_semaphore, "-8@%0 8@%1", "r"(i), "r"(label));
 		tc_work(spin, sleep);
 		TC_PROBE(work__done, threadcap_work__done_semaphore, "-8@%0", "r"(i));
+		spin_for(gap);
 	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	fprintf(stderr, "idle %lld\n", (long long)now.tv_sec * 1000000 + now.tv_nsec / 1000);
+	sleep_us(idle);
 	printf("%d\n", threadcap_work__start_semaphore);
 	return 0;
 }

@@ -143,7 +143,10 @@ func VforkParent(t testing.TB, d time.Duration) *os.Process {
 
 // SpanWork builds spanwork.c: a program whose tc_work spins then sleeps, called between
 // its own USDT probes threadcap:work__start (call number, label) and threadcap:work__done.
-// Run it as: spanwork CALLS SPIN_MS SLEEP_MS. It needs a C compiler (cc).
+// Run it as: spanwork CALLS SPIN_MS SLEEP_MS [IDLE_MS [GAP_MS]] (a time may end in "us"
+// for microseconds): each call spins then sleeps inside its spans, then spins GAP outside
+// them; after the calls it writes "idle" and the Unix µs on stderr and sleeps IDLE outside
+// any span. It needs a C compiler (cc).
 func SpanWork(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "spanwork")
