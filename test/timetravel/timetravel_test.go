@@ -23,6 +23,7 @@ type breakdown struct {
 		Values     map[string]string
 		AvgThreads float64 `json:"avg_threads"`
 		CPUSeconds float64 `json:"cpu_seconds"`
+		Inactive   int64   `json:"inactive_rows"`
 	}
 	Timeline []struct {
 		Start  time.Time
@@ -64,6 +65,7 @@ func TestTimeTravel(t *testing.T) {
 	rec := Record(t)
 	t.Run("breakdown", func(t *testing.T) { checkBreakdown(t, rec) })
 	t.Run("timeline", func(t *testing.T) { checkTimeline(t, rec) })
+	t.Run("Parquet", func(t *testing.T) { checkParquet(t, rec) })
 	t.Run("without privileges", func(t *testing.T) { checkUnprivileged(t, rec) })
 }
 
@@ -76,27 +78,29 @@ func checkBreakdown(t *testing.T, rec *Recording) {
 		t.Errorf("%d ticks in the window, want 1 to %d", b.Ticks, most)
 	}
 	type seen struct {
-		avg    float64 // average threads over all the states and syscalls seen
-		states map[string]float64
-		cpuS   float64
+		avg      float64 // average threads over all the states and syscalls seen
+		states   map[string]float64
+		cpuS     float64
+		inactive map[string]int64 // rows that are no active session
 	}
 	byPid := map[int]*seen{}
 	for _, g := range b.Groups {
 		pid, _ := strconv.Atoi(g.Values["pid"])
 		s := byPid[pid]
 		if s == nil {
-			s = &seen{states: map[string]float64{}}
+			s = &seen{states: map[string]float64{}, inactive: map[string]int64{}}
 			byPid[pid] = s
 		}
 		s.avg += g.AvgThreads
 		s.states[g.Values["state"]+" "+g.Values["syscall"]] += g.AvgThreads
+		s.inactive[g.Values["state"]+" "+g.Values["syscall"]] += g.Inactive
 		s.cpuS += g.CPUSeconds
 		if name := map[int]string{rec.Spinner: SpinnerName, rec.Hog: HogName, rec.Sleeper: SleeperName,
 			rec.VforkParent: VforkName}[pid]; g.Values["process"] != name {
 			t.Errorf("pid %d shows as process %q, want %q", pid, g.Values["process"], name)
 		}
 	}
-	for name, pid := range map[string]int{"spinner": rec.Spinner, "hog": rec.Hog, "sleeper": rec.Sleeper, "vfork parent": rec.VforkParent} {
+	for name, pid := range map[string]int{"spinner": rec.Spinner, "hog": rec.Hog, "vfork parent": rec.VforkParent} {
 		// --all: each single-threaded workload has a row at every tick.
 		if s := byPid[pid]; s == nil || math.Abs(s.avg-1) > 1e-9 {
 			t.Errorf("%s (pid %d): %+v, want one thread on average", name, pid, s)
@@ -110,8 +114,10 @@ func checkBreakdown(t *testing.T, rec *Recording) {
 			t.Errorf("spinner pid %d: %+v, want it on CPU or runnable, in user space, seen in both", pid, s)
 		}
 	}
-	if s := byPid[rec.Sleeper]; s == nil || s.states["sleeping clock_nanosleep"]+s.states["sleeping nanosleep"] != 1 {
-		t.Errorf("sleeper: %+v, want it always sleeping in clock_nanosleep", s)
+	// The sleeper has a row at every tick (--all), asleep outside any span: no active
+	// session, so no thread on average.
+	if s := byPid[rec.Sleeper]; s == nil || s.avg != 0 || s.inactive["sleeping clock_nanosleep"]+s.inactive["sleeping nanosleep"] != b.Ticks {
+		t.Errorf("sleeper: %+v, want it always sleeping in clock_nanosleep, at each of the %d ticks, and no active session", s, b.Ticks)
 	}
 	if s := byPid[rec.VforkParent]; s == nil || s.states["uninterruptible vfork"] != 1 {
 		t.Errorf("vfork parent: %+v, want it always uninterruptible in vfork", s)
