@@ -145,8 +145,13 @@ type heatmap struct {
 // the spans and io files through report.Latency. A window without either file has none;
 // lacks says so.
 func heatmaps(dir string, w report.Window) ([]heatmap, []string) {
-	if _, err := report.Latency(dir, w); err != nil {
+	whole, err := report.Latency(dir, w)
+	if err != nil {
 		return nil, []string{"spans and block I/O latencies: no spans or io file covers the window"}
+	}
+	var lacks []string
+	if len(whole.Damaged) > 0 {
+		lacks = report.DamageLines(whole.Damaged)
 	}
 	spans := heatmap{Title: "Spans' wall time"}
 	disks := heatmap{Title: "Disks' device time"}
@@ -174,7 +179,6 @@ func heatmaps(dir string, w report.Window) ([]heatmap, []string) {
 		}
 	}
 	var out []heatmap
-	var lacks []string
 	for _, h := range []heatmap{spans, disks} {
 		if len(h.Cells) > 0 {
 			h.Cells = mergeCells(h.Cells)

@@ -90,8 +90,8 @@ func build(dir string, q report.Query, opts Options) (*page, error) {
 		p.Empty = "The files hold no tick in this window: threadcap was not running then."
 		return p, nil
 	}
-	if r.Malformed > 0 {
-		p.Lacks = append(p.Lacks, fmt.Sprintf("%d malformed rows skipped", r.Malformed))
+	if len(r.Damaged) > 0 {
+		p.Lacks = append(p.Lacks, report.DamageLines(r.Damaged)...)
 	}
 	if p.Frames, err = usedFrames(r.Files, p.Cube); err != nil {
 		return nil, err

@@ -79,6 +79,11 @@
     return C.cells.filter(ok);
   }
   function selected(cells) { return cells.filter((c) => c[0] >= S.lo && c[0] <= S.hi); }
+  // selection is the selected stretch as --from and --to take it: the window itself at
+  // either end, where no bucket may start or end (no tick before the first or after the last).
+  function selection() {
+    return { from: S.lo === 0 ? D.from : C.buckets[S.lo].start, to: S.hi === nb - 1 ? D.to : C.buckets[S.hi].end };
+  }
   function selTicks() {
     let t = 0;
     for (let b = S.lo; b <= S.hi; b++) t += C.buckets[b].ticks;
@@ -103,7 +108,7 @@
     for (const c of cells) { rows += c[ROWS]; cpu += c[CPU]; }
     const ticks = selTicks();
     const avg = ticks ? rows / ticks : 0;
-    const from = C.buckets[S.lo].start; const to = C.buckets[S.hi].end;
+    const { from, to } = selection();
     setFacts([
       ['window', from + ' to ' + to, 'window', from + ' ' + to],
       ['ticks', String(ticks), 'ticks', ticks],
@@ -406,7 +411,7 @@
     }
   }
   function drawHeatmaps() {
-    const from = Date.parse(C.buckets[S.lo].start); const to = Date.parse(C.buckets[S.hi].end);
+    const from = Date.parse(selection().from); const to = Date.parse(selection().to);
     for (const { h, chart: hc } of heatCharts) {
       const keep = h.minutes.map((m) => { const t = Date.parse(m); return t + 60000 > from && t < to; });
       const idx = []; h.minutes.forEach((m, i) => { if (keep[i]) idx.push(i); });
@@ -495,6 +500,7 @@
 
   // update redraws the panels the selection narrows; the chart too when the filters changed.
   function update(filtersChanged) {
+    const t0 = performance.now();
     const cells = filtered();
     const sel = selected(cells);
     if (filtersChanged) { renderChips(); drawChart(cells); }
@@ -503,6 +509,8 @@
     drawFlame(sel);
     drawHeatmaps();
     drawThreads(sel);
+    S.renderMs = performance.now() - t0;
+    if (S.loadMs === undefined) S.loadMs = performance.now();
     document.body.dataset.ready = 'true';
   }
 
@@ -515,9 +523,12 @@
 
   // What the tests read: the selected window, as report's --from and --to take it.
   window.threadcapPage = {
-    selection: () => ({ from: C.buckets[S.lo].start, to: C.buckets[S.hi].end }),
+    selection,
     filters: () => S.filters.slice(),
     groupBy: () => S.groupBy,
+    // How long the last update took, and the first one ended after the page began loading, in ms.
+    renderMs: () => S.renderMs,
+    loadMs: () => S.loadMs,
   };
 
   header(false);

@@ -97,6 +97,9 @@ func TestPageOverPostgres(t *testing.T) {
 		t.Fatalf("threadcap report --html: %v\n%s", err, out)
 	}
 	tb := open(t, path)
+	var ms float64
+	tb.eval(`threadcapPage.loadMs()`, &ms)
+	t.Logf("the page (%d bytes) was drawn %.0f ms after it began loading", fileSize(t, path), ms)
 	sameNumbers(t, tb, reportJSON(t, rec, from, to, "--by", "state"), "state", "over the whole window")
 	img, png := tb.screenshot()
 	for _, panel := range []string{"#chart", "#top", "#flame", "#heatmaps", "#threads"} {

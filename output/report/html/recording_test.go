@@ -122,6 +122,9 @@ func recordPage(t *testing.T) (rec *timetravel.Recording, path, from, to string)
 func TestPageOverRecording(t *testing.T) {
 	rec, path, from, to := recordPage(t)
 	tb := open(t, path)
+	var ms float64
+	tb.eval(`threadcapPage.loadMs()`, &ms)
+	t.Logf("the page (%d bytes) was drawn %.0f ms after it began loading", fileSize(t, path), ms)
 	sameNumbers(t, tb, reportJSON(t, rec, from, to, "--by", "state"), "state", "over the whole window")
 
 	// Drag across the middle of the chart's plot (its grid is 50 px from the left, 20 from
@@ -136,7 +139,8 @@ func TestPageOverRecording(t *testing.T) {
 	if sel.From == from && sel.To == to {
 		t.Fatalf("dragging across the chart selected the whole window %s to %s", from, to)
 	}
-	t.Logf("selected %s to %s", sel.From, sel.To)
+	tb.eval(`threadcapPage.renderMs()`, &ms)
+	t.Logf("selected %s to %s, re-rendered in %.1f ms", sel.From, sel.To, ms)
 	sameNumbers(t, tb, reportJSON(t, rec, sel.From, sel.To, "--by", "state"), "state", "after the drag")
 
 	// A click on the first group filters on it and regroups by the next column.
@@ -151,6 +155,25 @@ func TestPageOverRecording(t *testing.T) {
 	sameNumbers(t, tb, reportJSON(t, rec, sel.From, sel.To, "--where", "state="+value, "--by", "syscall"), "syscall",
 		"after a click on state="+value)
 
+	tb.eval(`threadcapPage.renderMs()`, &ms)
+	t.Logf("the click re-rendered the page in %.1f ms", ms)
+
+	// Stacking by process is one click: the chart's series are then processes.
+	tb.click(`#stack-by button[data-col="process"]`)
+	var series []string
+	tb.eval(`echarts.getInstanceByDom(document.getElementById('chart')).getOption().series.map(s => s.name)`, &series)
+	if !contains(series, timetravel.SpinnerName) || contains(series, "on_cpu") {
+		t.Errorf("stacked by process, the chart's series are %q", series)
+	}
+	// Reset restores the whole window; the filter stays.
+	tb.click(`#reset`)
+	tb.eval(`threadcapPage.selection()`, &sel)
+	if sel.From != from || sel.To != to {
+		t.Errorf("after reset the selection is %s to %s, not the window %s to %s", sel.From, sel.To, from, to)
+	}
+	sameNumbers(t, tb, reportJSON(t, rec, from, to, "--where", "state="+value, "--by", "syscall"), "syscall",
+		"after reset, filtered on state="+value)
+
 	img, png := tb.screenshot()
 	for _, panel := range []string{"#chart", "#top", "#flame", "#heatmaps", "#threads"} {
 		if !drawn(img, tb.box(panel)) {
@@ -163,4 +186,13 @@ func TestPageOverRecording(t *testing.T) {
 		t.Logf("the page is %s, its screenshot %s", path, shot)
 	}
 	tb.clean()
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }
