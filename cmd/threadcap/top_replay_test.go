@@ -17,7 +17,8 @@ func TestTopReplay(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	from := time.Now().Add(-2 * time.Hour).Truncate(time.Hour).Add(58 * time.Minute)
 	to := from.Add(3 * time.Minute) // across an hour: two files
-	recordPast(t, dir, from, to)
+	// The chart shows as long again on either side of the window.
+	recordPast(t, dir, from.Add(-3*time.Minute), to.Add(3*time.Minute))
 	window := []string{"--dir", dir, "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339)}
 
 	term := newTerminal(t, 80, 24)
