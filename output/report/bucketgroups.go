@@ -4,8 +4,25 @@ package report
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
+
+	"github.com/threadcap/threadcap/state"
 )
+
+// HistBuckets is the length of Bucket.Hist: bucket 0 holds values under 1 µs, bucket b
+// those in [2^(b-1), 2^b) µs, the last one everything longer, as state.SpanBuckets.
+const HistBuckets = state.SpanBuckets
+
+// addToHist counts a value of microseconds in b.Hist; an empty or unreadable one is
+// unknown and left out.
+func addToHist(b *Bucket, v []byte) {
+	n, ok := atoi(v)
+	if len(v) == 0 || !ok || n < 0 {
+		return
+	}
+	b.Hist[min(bits.Len64(uint64(n)), HistBuckets-1)]++
+}
 
 // bucketGroups returns the groups of bucket b, made on first use.
 func (s *scan) bucketGroups(b *Bucket) map[string]*Group {

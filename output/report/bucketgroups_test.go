@@ -62,3 +62,44 @@ func sortedGroupsOf(gs []Group) []Group {
 	}
 	return sortedGroups(m)
 }
+
+// Each bucket counts the active sessions' syscall_us in log2 buckets: the fixture's 1000 µs
+// syscalls fall in [512, 1024) µs, bucket 10; the spinner, in no syscall, has no value.
+func TestBucketHistCountsKnownValues(t *testing.T) {
+	dir := writeTicks(t, start, 150, "")
+	w := Window{From: start.Add(30 * time.Second), To: start.Add(140 * time.Second)}
+	got, err := Run(dir, Query{Window: w, Step: time.Minute, BucketHist: "syscall_us"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySyscall, err := Run(dir, Query{Window: w, By: []string{"syscall"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inSyscalls int64 // every fixture syscall has been 1000 µs in
+	for _, g := range bySyscall.Groups {
+		if g.Values[0] != "" {
+			inSyscalls += g.Rows
+		}
+	}
+	var counted, elsewhere int64
+	for _, b := range got.Timeline {
+		for i, n := range b.Hist {
+			if i == 10 {
+				counted += n
+			} else {
+				elsewhere += n
+			}
+		}
+	}
+	if counted != inSyscalls || elsewhere != 0 || counted == 0 {
+		t.Errorf("bucket 10 counts %d rows and the others %d; want the %d active rows in a syscall and none", counted, elsewhere, inSyscalls)
+	}
+	for _, bad := range []Query{{Window: w, By: by(), BucketHist: "syscall_us"}, {Window: w, Step: time.Minute, BucketHist: "process"}} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v is valid", bad)
+		}
+	}
+}
+
+func by() []string { return []string{"state"} }

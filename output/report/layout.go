@@ -16,6 +16,7 @@ import (
 type layout struct {
 	fields                   int // per record
 	time, state, onCPU, span int
+	hist                     int // the query's BucketHist column, -1 when none
 	by                       []int
 	byText                   []bool
 	where                    []matcher
@@ -51,6 +52,10 @@ func (s *scan) layoutOf(header [][]byte) (layout, error) {
 		state:  slices.Index(names, colState),
 		onCPU:  slices.Index(names, colOnCPU),
 		span:   slices.Index(names, colSpan),
+		hist:   -1,
+	}
+	if s.q.BucketHist != "" {
+		l.hist = slices.Index(names, s.q.BucketHist)
 	}
 	if l.time < 0 {
 		return l, errors.New("not a threadcap hour file: its header has no sample_time column")

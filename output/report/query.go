@@ -33,6 +33,10 @@ type Query struct {
 	// Bucket.Groups (all of them, Top aside): what a view that narrows the window and
 	// regroups without reading the files again needs.
 	BucketGroups bool
+	// BucketHist, with Step, names a column of microseconds (syscall_us, state_us) whose
+	// values at the active sessions' rows each bucket counts in log2 buckets: Bucket.Hist.
+	// Rows where it is empty (unknown) are left out.
+	BucketHist string
 }
 
 // Match keeps rows whose Column holds exactly Value, as the value reads once unquoted (a
@@ -87,6 +91,9 @@ func (q Query) Validate() error {
 	if q.Top < 0 {
 		errs = append(errs, fmt.Errorf("--top %d: use 0 for all groups, or a positive count", q.Top))
 	}
+	if q.BucketHist != "" && (q.Step == 0 || !knownColumns[q.BucketHist] || textColumns[q.BucketHist]) {
+		errs = append(errs, fmt.Errorf("a histogram by bucket needs a timeline step and a numeric column, not %q", q.BucketHist))
+	}
 	if q.BucketGroups && q.Step == 0 {
 		errs = append(errs, errors.New("groups by bucket need a timeline step"))
 	}
@@ -114,6 +121,11 @@ func duplicate(names []string) string {
 		}
 	}
 	return ""
+}
+
+// read are the columns a scan for q reads of each row.
+func (q Query) read() []string {
+	return append(q.columns(), colTime, colState, colOnCPU, colSpan)
 }
 
 func (q Query) columns() []string {

@@ -69,6 +69,9 @@ type Bucket struct {
 	// Groups are the bucket's rows by the By columns, most active first, when the query
 	// asked for BucketGroups.
 	Groups []Group
+	// Hist counts the active sessions' values of the query's BucketHist column, in the log2
+	// buckets of the spans and io files' histograms.
+	Hist [HistBuckets]int64
 }
 
 // timelineStates are the kinds of active session a timeline splits rows by
@@ -164,7 +167,7 @@ func newScan(q Query) *scan {
 // file streams one hour file into the sums.
 func (s *scan) file(path string) {
 	var l layout
-	s.res.Malformed += readFile(path, &s.res.Damaged, func(header [][]byte) (err error) {
+	s.res.Malformed += readFile(path, &s.res.Damaged, s.q.read(), func(header [][]byte) (err error) {
 		l, err = s.layoutOf(header)
 		return err
 	}, func(fields [][]byte) bool {
@@ -224,6 +227,7 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 	if b != nil {
 		if isSession {
 			b.Rows[kind]++
+			addToHist(b, value(fields, l.hist, false))
 		}
 		b.CPUUs += cpu
 		if !s.q.BucketGroups {
@@ -262,7 +266,7 @@ func (s *scan) countTick(b *Bucket) {
 
 // ticksFile counts the ticks of one ticks file that fall in the window.
 func (s *scan) ticksFile(path string) {
-	s.res.Malformed += readFile(path, &s.res.Damaged, func(header [][]byte) error {
+	s.res.Malformed += readFile(path, &s.res.Damaged, nil, func(header [][]byte) error {
 		if len(header) != 1 || string(header[0]) != colTime {
 			return fmt.Errorf("not a ticks file: its header is not %s", colTime)
 		}

@@ -86,6 +86,8 @@ type bucket struct {
 	Start string `json:"start"`
 	End   string `json:"end"`
 	Ticks int64  `json:"ticks"`
+	// Hist counts the active threads' syscall_us at the bucket's ticks: [log2 bucket, count].
+	Hist [][2]int64 `json:"hist,omitempty"`
 }
 
 // buildCube turns a timeline with bucket groups into the cube.
@@ -103,7 +105,13 @@ func buildCube(r *report.Result) cube {
 		if r.Window.To.Before(end) {
 			end = r.Window.To
 		}
-		c.Buckets = append(c.Buckets, bucket{Start: stamp(start, r.Window), End: stamp(end, r.Window), Ticks: b.Ticks})
+		bk := bucket{Start: stamp(start, r.Window), End: stamp(end, r.Window), Ticks: b.Ticks}
+		for k, n := range b.Hist {
+			if n > 0 {
+				bk.Hist = append(bk.Hist, [2]int64{int64(k), n})
+			}
+		}
+		c.Buckets = append(c.Buckets, bk)
 		for _, g := range b.Groups {
 			cell := make([]int64, 0, len(g.Values)+3)
 			cell = append(cell, int64(bi))

@@ -79,7 +79,7 @@ func build(dir string, q report.Query, opts Options) (*page, error) {
 		p.Empty = "No hour file covers this window: threadcap recorded nothing then."
 		return p, nil
 	}
-	q.By, q.Step, q.Top, q.BucketGroups = cubeColumns(), step, 0, true
+	q.By, q.Step, q.Top, q.BucketGroups, q.BucketHist = cubeColumns(), step, 0, true, "syscall_us"
 	r, err := report.Run(dir, q)
 	if err != nil {
 		return nil, err

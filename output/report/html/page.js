@@ -397,40 +397,59 @@
   }
   // Bucket b holds [2^(b-1), 2^b) µs; bucket 0 under 1 µs.
   const bucketLabel = (b) => (b === 0 ? '< 1 µs' : '< ' + durLabel(2 ** b));
+  // One chart per heatmap: the syscalls' time so far at the ticks (from the buckets), then
+  // the files' (spans, disks).
   const heatCharts = [];
   function buildHeatmaps() {
     const box = $('heatmaps');
-    if (!D.heatmaps.length) {
-      box.appendChild(el('p', '', 'No spans or block I/O were recorded in this window (spans need spans in the config; block I/O needs io on).'));
-      return;
-    }
-    for (const h of D.heatmaps) {
+    const add = (h) => {
       const div = el('div', 'heatmap');
       box.appendChild(div);
       heatCharts.push({ h, chart: echarts.init(div, null, { renderer: 'canvas' }) });
+    };
+    add(null);
+    for (const h of D.heatmaps) add(h);
+    if (!D.heatmaps.length) {
+      box.appendChild(el('p', '', 'No span ended and no block request completed in this window (spans need spans in the config; block I/O needs io on).'));
     }
   }
-  function drawHeatmaps() {
+  // heatSpec is what a heatmap shows of the selection: its columns' times (full, and as
+  // labelled) and its cells, [column, log2 bucket, count].
+  function heatSpec(h) {
+    if (h === null) {
+      const stamps = []; const short = []; const cells = [];
+      for (let b = S.lo; b <= S.hi; b++) {
+        stamps.push(C.buckets[b].start); short.push(times[b]);
+        for (const [k, n] of C.buckets[b].hist || []) cells.push([b - S.lo, k, n]);
+      }
+      return { title: 'Syscalls at the ticks: time so far', stamps, short, cells };
+    }
     const from = Date.parse(selection().from); const to = Date.parse(selection().to);
+    const idx = [];
+    h.minutes.forEach((m, i) => { const t = Date.parse(m); if (t + 60000 > from && t < to) idx.push(i); });
+    const pos = new Map(idx.map((i, k) => [i, k]));
+    return { title: h.title + ', per minute',
+      stamps: idx.map((i) => h.minutes[i]), short: idx.map((i) => h.minutes[i].replace(/^.*T/, '').slice(0, 5)),
+      cells: h.cells.filter((c) => pos.has(c[0])).map((c) => [pos.get(c[0]), c[1], c[2]]) };
+  }
+  function drawHeatmaps() {
     for (const { h, chart: hc } of heatCharts) {
-      const keep = h.minutes.map((m) => { const t = Date.parse(m); return t + 60000 > from && t < to; });
-      const idx = []; h.minutes.forEach((m, i) => { if (keep[i]) idx.push(i); });
-      const pos = new Map(idx.map((i, k) => [i, k]));
-      const cells = h.cells.filter((c) => pos.has(c[0]));
+      const spec = heatSpec(h);
       let lo = 31; let hi = 0; let max = 1;
-      for (const c of h.cells) { lo = Math.min(lo, c[1]); hi = Math.max(hi, c[1]); }
-      for (const c of cells) max = Math.max(max, c[2]);
+      for (const c of spec.cells) { lo = Math.min(lo, c[1]); hi = Math.max(hi, c[1]); max = Math.max(max, c[2]); }
+      if (lo > hi) { lo = 0; hi = 0; }
       const ys = []; for (let b = lo; b <= hi; b++) ys.push(bucketLabel(b));
       hc.setOption({
         animation: false,
-        title: { text: h.title, left: 0, top: 0, textStyle: { fontSize: 13 } },
-        grid: { left: 70, right: 70, top: 30, bottom: 26 },
-        tooltip: { confine: true, formatter: (p) => esc(h.minutes[idx[p.value[0]]]) + '<br>' + esc(bucketLabel(p.value[1] + lo)) + ': ' + p.value[2] },
-        xAxis: { type: 'category', data: idx.map((i) => h.minutes[i].replace(/^.*T/, '').slice(0, 5)) },
+        title: [{ text: spec.title, left: 0, top: 0, textStyle: { fontSize: 12 } },
+          spec.cells.length ? { show: false } : { text: 'none in this selection', left: 'center', top: 'middle', textStyle: { fontSize: 12, color: '#5b6577', fontWeight: 'normal' } }],
+        grid: { left: 70, right: 60, top: 30, bottom: 26 },
+        tooltip: { confine: true, formatter: (p) => esc(spec.stamps[p.value[0]]) + '<br>' + esc(bucketLabel(p.value[1] + lo)) + ': ' + p.value[2] },
+        xAxis: { type: 'category', data: spec.short },
         yAxis: { type: 'category', data: ys },
         visualMap: { min: 1, max, calculable: false, orient: 'vertical', right: 0, top: 'middle', itemHeight: 100, itemWidth: 10,
           inRange: { color: ['#fff5eb', '#fd8d3c', '#a63603'] }, textStyle: { fontSize: 10 } },
-        series: [{ type: 'heatmap', data: cells.map((c) => [pos.get(c[0]), c[1] - lo, c[2]]) }],
+        series: [{ type: 'heatmap', data: spec.cells.map((c) => [c[0], c[1] - lo, c[2]]) }],
       }, { notMerge: true });
     }
   }
