@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -19,22 +20,24 @@ import (
 // the CSV has none.
 const HostColumn = "host"
 
-// parquetBatch is how many rows a Parquet reader decodes at a time.
+// parquetBatch is how many values of a column a Parquet reader decodes at a time.
 const parquetBatch = 256
 
-// parquetRows reads a Parquet hour file's rows as the CSV's fields (see Reader).
+// parquetRows reads a Parquet hour file's rows as the CSV's fields (see Reader), column by
+// column: only the columns a reader asked for (Reader.Only) are decoded, the others read
+// as empty.
 type parquetRows struct {
 	groups []parquet.RowGroup
-	rows   parquet.Rows // of groups[0], nil before it is opened
-	batch  []parquet.Row
-	n, i   int // rows decoded in batch, and the next to return
-	// columns are, per leaf column of the file, its field in a record (-1 for host) and
-	// how its values read as CSV text.
-	field  []int
-	format []valueFormat
-	fields [][]byte
-	bounds [][2]int // of each field in arena
-	arena  []byte
+	left   int64 // rows of groups[0] not read yet; -1 before it is opened
+	// field and format are, per leaf column of the file, its field in a record (-1 for
+	// host) and how its values read as CSV text; read says whether it is decoded.
+	field   []int
+	format  []valueFormat
+	read    []bool
+	cursors []*columnCursor
+	fields  [][]byte
+	bounds  [][2]int // of each field in arena
+	arena   []byte
 	// lastMicros and lastTime cache the last time formatted: every row of a tick has the
 	// same.
 	lastMicros int64
@@ -68,7 +71,7 @@ func openParquetReader(path string) (*Reader, error) {
 		f.Close()
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	p := &parquetRows{groups: pf.RowGroups(), batch: make([]parquet.Row, parquetBatch)}
+	p := &parquetRows{groups: pf.RowGroups(), left: -1}
 	r := &Reader{path: path, pq: p, closer: func() error { p.close(); return f.Close() }}
 	for _, col := range pf.Schema().Columns() {
 		leaf, ok := pf.Schema().Lookup(col...)
@@ -77,8 +80,7 @@ func openParquetReader(path string) (*Reader, error) {
 			return nil, fmt.Errorf("reading %s: column %v is not a threadcap column", path, col)
 		}
 		if col[0] == HostColumn {
-			p.field = append(p.field, -1)
-			p.format = append(p.format, formatText)
+			p.field, p.format, p.read = append(p.field, -1), append(p.format, formatText), append(p.read, false)
 			continue
 		}
 		vf, err := formatOf(leaf.Node)
@@ -86,8 +88,7 @@ func openParquetReader(path string) (*Reader, error) {
 			f.Close()
 			return nil, fmt.Errorf("reading %s: column %s: %w", path, col[0], err)
 		}
-		p.field = append(p.field, len(r.header))
-		p.format = append(p.format, vf)
+		p.field, p.format, p.read = append(p.field, len(r.header)), append(p.format, vf), append(p.read, true)
 		r.header = append(r.header, []byte(col[0]))
 	}
 	r.columns = len(r.header)
@@ -125,27 +126,34 @@ func formatOf(node parquet.Node) (valueFormat, error) {
 	return 0, fmt.Errorf("type %v is not one threadcap writes", t)
 }
 
-// read returns the next row's fields; io.EOF after the last.
-func (p *parquetRows) read() ([][]byte, error) {
-	for p.i == p.n {
-		if err := p.decode(); err != nil {
+// only decodes only the columns named, the others reading as empty.
+func (p *parquetRows) only(header [][]byte, names []string) {
+	for c, f := range p.field {
+		p.read[c] = f >= 0 && slices.Contains(names, string(header[f]))
+	}
+}
+
+// next returns the next row's fields; io.EOF after the last.
+func (p *parquetRows) next() ([][]byte, error) {
+	for p.left <= 0 {
+		if err := p.nextGroup(); err != nil {
 			return nil, err
 		}
 	}
-	row := p.batch[p.i]
-	p.i++
+	p.left--
 	p.arena = p.arena[:0]
 	clear(p.bounds)
-	for _, v := range row {
-		c := v.Column()
-		if c < 0 || c >= len(p.field) || p.field[c] < 0 {
-			continue
+	for _, c := range p.cursors {
+		v, err := c.next()
+		if err != nil {
+			p.groups = nil // the rest is not read
+			return nil, err
 		}
 		start := len(p.arena)
 		if !v.IsNull() {
-			p.appendValue(v, p.format[c])
+			p.appendValue(v, p.format[c.column])
 		}
-		p.bounds[p.field[c]] = [2]int{start, len(p.arena)}
+		p.bounds[p.field[c.column]] = [2]int{start, len(p.arena)}
 	}
 	// The fields point into the arena only now that it has stopped growing.
 	for i, b := range p.bounds {
@@ -154,26 +162,31 @@ func (p *parquetRows) read() ([][]byte, error) {
 	return p.fields, nil
 }
 
-// decode decodes the next batch of rows, from the next row group when this one is done.
-func (p *parquetRows) decode() error {
-	p.i, p.n = 0, 0
-	for len(p.groups) > 0 {
-		if p.rows == nil {
-			p.rows = p.groups[0].Rows()
-		}
-		n, err := p.rows.ReadRows(p.batch)
-		p.n = n
-		if errors.Is(err, io.EOF) {
-			p.rows.Close()
-			p.rows = nil
-			p.groups = p.groups[1:]
-			err = nil
-		}
-		if n > 0 || err != nil {
-			return err
+// nextGroup opens the cursors of the next row group; io.EOF after the last.
+func (p *parquetRows) nextGroup() error {
+	p.closeCursors()
+	if p.left == 0 && len(p.groups) > 0 {
+		p.groups = p.groups[1:]
+	}
+	if len(p.groups) == 0 {
+		return io.EOF
+	}
+	rg := p.groups[0]
+	chunks := rg.ColumnChunks()
+	for c, read := range p.read {
+		if read && c < len(chunks) {
+			p.cursors = append(p.cursors, &columnCursor{column: c, pages: chunks[c].Pages(), buf: make([]parquet.Value, parquetBatch)})
 		}
 	}
-	return io.EOF
+	p.left = rg.NumRows()
+	return nil
+}
+
+func (p *parquetRows) closeCursors() {
+	for _, c := range p.cursors {
+		c.close()
+	}
+	p.cursors = p.cursors[:0]
 }
 
 func (p *parquetRows) appendValue(v parquet.Value, f valueFormat) {
@@ -211,9 +224,55 @@ func (p *parquetRows) appendValue(v parquet.Value, f valueFormat) {
 }
 
 func (p *parquetRows) close() {
-	if p.rows != nil {
-		p.rows.Close()
-		p.rows = nil
-	}
+	p.closeCursors()
 	p.groups = nil
+}
+
+// columnCursor reads one column chunk's values, a page at a time.
+type columnCursor struct {
+	column int
+	pages  parquet.Pages
+	page   parquet.Page
+	values parquet.ValueReader
+	buf    []parquet.Value
+	n, i   int
+}
+
+// next is the column's next value, valid until a page is read after it.
+func (c *columnCursor) next() (parquet.Value, error) {
+	for c.i == c.n {
+		if c.values != nil {
+			n, err := c.values.ReadValues(c.buf)
+			c.n, c.i = n, 0
+			if n > 0 {
+				break
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return parquet.Value{}, err
+			}
+		}
+		if c.page != nil {
+			parquet.Release(c.page)
+			c.page, c.values = nil, nil
+		}
+		page, err := c.pages.ReadPage()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF // fewer values than the row group has rows
+			}
+			return parquet.Value{}, err
+		}
+		c.page, c.values = page, page.Values()
+	}
+	v := c.buf[c.i]
+	c.i++
+	return v, nil
+}
+
+func (c *columnCursor) close() {
+	if c.page != nil {
+		parquet.Release(c.page)
+		c.page = nil
+	}
+	c.pages.Close()
 }

@@ -65,6 +65,16 @@ func OpenReader(path string) (*Reader, error) {
 // Header is the file's column names; nil for a file without a header.
 func (r *Reader) Header() [][]byte { return r.header }
 
+// Only says which columns the reader will look at: in a Parquet file only those are
+// decoded, and the others read as empty fields, which makes reading a few columns of a
+// wide file several times faster. A CSV file reads whole, as its rows are lines. Call it
+// before the first Next.
+func (r *Reader) Only(columns ...string) {
+	if r.pq != nil && r.header != nil {
+		r.pq.only(r.header, columns)
+	}
+}
+
 // Next returns the next row's fields, as many as the header's, valid until the next call;
 // false at the end of what can be read. Records that do not parse or have another number
 // of fields are skipped and counted in Lost.
@@ -73,7 +83,7 @@ func (r *Reader) Next() ([][]byte, bool) {
 		var fields [][]byte
 		var err error
 		if r.pq != nil {
-			fields, err = r.pq.read()
+			fields, err = r.pq.next()
 		} else {
 			fields, err = r.csv.Read()
 		}

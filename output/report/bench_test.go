@@ -62,7 +62,7 @@ func busyTick(tick time.Time, rowsPerTick int) []state.Sample {
 
 // writeHour writes an hour file of about n rows at 100 Hz with output.Writer, compressed
 // as compress says, and returns the directory and the number of rows.
-func writeHour(b *testing.B, n int, compress string) (string, int) {
+func writeHour(b testing.TB, n int, compress string) (string, int) {
 	b.Helper()
 	dir := b.TempDir()
 	var clock atomic.Int64

@@ -25,9 +25,10 @@ type FileDamage struct {
 }
 
 // readFile streams the rows of an hour file of any format into row, after head has its
-// header (nil head: any header will do). A row that row finds malformed (false) is
-// skipped. What could not be read is added to damaged, and the rows lost returned.
-func readFile(path string, damaged *[]FileDamage, head func([][]byte) error, row func([][]byte) bool) (lost int64) {
+// header (nil head: any header will do). Only columns are read (all when nil): the others
+// may read as empty. A row that row finds malformed (false) is skipped. What could not be
+// read is added to damaged, and the rows lost returned.
+func readFile(path string, damaged *[]FileDamage, columns []string, head func([][]byte) error, row func([][]byte) bool) (lost int64) {
 	r, err := hourfile.OpenReader(path)
 	if err != nil {
 		*damaged = append(*damaged, FileDamage{File: path, NotRead: err.Error()})
@@ -42,6 +43,9 @@ func readFile(path string, damaged *[]FileDamage, head func([][]byte) error, row
 			*damaged = append(*damaged, FileDamage{File: path, NotRead: err.Error()})
 			return 0
 		}
+	}
+	if columns != nil {
+		r.Only(columns...)
 	}
 	for {
 		fields, ok := r.Next()

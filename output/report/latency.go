@@ -95,7 +95,7 @@ func Latency(dir string, w Window) (Latencies, error) {
 			}
 		}
 		var col map[string]int
-		readFile(f.Path, &out.Damaged, func(h [][]byte) error {
+		readFile(f.Path, &out.Damaged, nil, func(h [][]byte) error {
 			col = map[string]int{}
 			for i, name := range h {
 				col[string(name)] = i

@@ -123,6 +123,11 @@ func duplicate(names []string) string {
 	return ""
 }
 
+// read are the columns a scan for q reads of each row.
+func (q Query) read() []string {
+	return append(q.columns(), colTime, colState, colOnCPU, colSpan)
+}
+
 func (q Query) columns() []string {
 	cols := slices.Clone(q.By)
 	for _, m := range q.Where {

@@ -167,7 +167,7 @@ func newScan(q Query) *scan {
 // file streams one hour file into the sums.
 func (s *scan) file(path string) {
 	var l layout
-	s.res.Malformed += readFile(path, &s.res.Damaged, func(header [][]byte) (err error) {
+	s.res.Malformed += readFile(path, &s.res.Damaged, s.q.read(), func(header [][]byte) (err error) {
 		l, err = s.layoutOf(header)
 		return err
 	}, func(fields [][]byte) bool {
@@ -266,7 +266,7 @@ func (s *scan) countTick(b *Bucket) {
 
 // ticksFile counts the ticks of one ticks file that fall in the window.
 func (s *scan) ticksFile(path string) {
-	s.res.Malformed += readFile(path, &s.res.Damaged, func(header [][]byte) error {
+	s.res.Malformed += readFile(path, &s.res.Damaged, nil, func(header [][]byte) error {
 		if len(header) != 1 || string(header[0]) != colTime {
 			return fmt.Errorf("not a ticks file: its header is not %s", colTime)
 		}
