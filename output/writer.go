@@ -326,7 +326,9 @@ func (w *Writer) Close() error {
 	if w.file != nil {
 		errs = append(errs, w.closeFile())
 	}
-	errs = append(errs, w.spans.close())
+	// The minutes a stop writes may have opened their files with no samples file open (no
+	// row since the start, or rows dropped): synced and closed like the rest.
+	errs = append(errs, w.spans.close(), w.io.close())
 	w.mu.Unlock()
 	w.cancel()
 	<-w.done
