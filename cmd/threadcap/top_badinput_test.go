@@ -21,17 +21,6 @@ func errorLines(screen string) []string {
 	return lines
 }
 
-// quit presses q and expects the shell's prompt, the typed command line back on screen:
-// the terminal is as it was.
-func quit(t *testing.T, term *terminal) {
-	t.Helper()
-	term.keys("q")
-	term.waitFor("the shell's prompt after q", func(s string) bool {
-		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-		return strings.Contains(s, "TestTopHelperProcess") && strings.TrimSpace(lines[len(lines)-1]) == strings.TrimSpace(prompt)
-	})
-}
-
 // TestTopBadInput: what can go wrong with the files is one line on screen, never a crash
 // or a garbled terminal.
 func TestTopBadInput(t *testing.T) {

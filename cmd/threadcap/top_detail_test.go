@@ -62,8 +62,7 @@ func TestTopStacks(t *testing.T) {
 	if got := strings.Join(shown, ";"); got != frames {
 		t.Errorf("frames on screen %q, report --folded says %q", got, frames)
 	}
-	term.keys("q")
-	term.waitFor("the shell's prompt after q", func(s string) bool { return strings.Contains(s, "TestTopHelperProcess") })
+	quit(t, term)
 }
 
 // sgrRe finds the escape sequences of styles in capture-pane -e's output.
@@ -109,7 +108,6 @@ func TestTopNoColour(t *testing.T) {
 		if !reverseRe.MatchString(styled) {
 			t.Errorf("env %v: the selection is not in reverse video:\n%q", c.env, styled)
 		}
-		term.keys("q")
-		term.waitFor("the shell's prompt after q", func(s string) bool { return strings.Contains(s, "TestTopHelperProcess") })
+		quit(t, term)
 	}
 }

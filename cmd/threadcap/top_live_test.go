@@ -32,8 +32,7 @@ func TestTopLive(t *testing.T) {
 		return strings.Contains(s, "latecomer")
 	})
 	t.Logf("live:\n%s", screen)
-	term.keys("C-c")
-	term.waitFor("the shell's prompt after Ctrl-C", func(s string) bool { return strings.Contains(s, "TestTopHelperProcess") })
+	quit(t, term, "C-c")
 }
 
 // TestTopLiveRotation: live mode goes on into the next hour's file when the writer rotates
@@ -61,6 +60,5 @@ func TestTopLiveRotation(t *testing.T) {
 	if files, _ := filepath.Glob(filepath.Join(dir, want)); len(files) != 1 {
 		t.Errorf("the writer did not start %s", want)
 	}
-	term.keys("q")
-	term.waitFor("the shell's prompt after q", func(s string) bool { return strings.Contains(s, "TestTopHelperProcess") })
+	quit(t, term)
 }

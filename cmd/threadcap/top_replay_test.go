@@ -56,12 +56,7 @@ func TestTopReplay(t *testing.T) {
 	checkFits(t, term, 200, 60)
 	checkTable(t, screen, want)
 
-	term.keys("q")
-	term.waitFor("the shell's prompt after q", func(s string) bool {
-		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-		return strings.HasSuffix(strings.TrimSpace(lines[len(lines)-1]), strings.TrimSpace(prompt)) &&
-			strings.Contains(s, "TestTopHelperProcess") // the command line typed is back: the alternate screen is gone
-	})
+	quit(t, term)
 }
 
 // checkTable compares the table on screen with the report's groups, row by row.

@@ -369,3 +369,19 @@ func checkFits(t *testing.T, term *terminal, width, height int) {
 		}
 	}
 }
+
+// quit presses q (or the key given, such as C-c) and expects the shell's prompt, the
+// typed command line back on screen: the terminal is as it was.
+func quit(t *testing.T, term *terminal, key ...string) {
+	t.Helper()
+	if len(key) == 0 {
+		key = []string{"q"}
+	}
+	term.keys(key...)
+	term.waitFor("the shell's prompt after q", func(s string) bool {
+		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+		// The command line typed is back above the prompt: the alternate screen is gone.
+		return strings.Count(s, strings.TrimSpace(prompt)) >= 2 && !strings.Contains(s, "threadcap top  ") &&
+			strings.TrimSpace(lines[len(lines)-1]) == strings.TrimSpace(prompt)
+	})
+}
