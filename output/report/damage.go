@@ -66,6 +66,10 @@ func readFile(path string, damaged *[]FileDamage, columns []string, head func([]
 	return d.Lost
 }
 
+// WriteDamage says, one line a file, what could not be read of which file: for the views
+// without a header of their own (folded stacks, on stderr).
+func WriteDamage(w io.Writer, damaged []FileDamage) { writeDamage(w, damaged) }
+
 // writeDamage says, one line a file, what could not be read of which file.
 func writeDamage(w io.Writer, damaged []FileDamage) {
 	for _, d := range damaged {
