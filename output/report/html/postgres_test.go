@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/threadcap/threadcap/test/daemontest"
 	"github.com/threadcap/threadcap/test/pgtest"
 	"github.com/threadcap/threadcap/test/privileged"
@@ -112,11 +114,50 @@ func TestPageOverPostgres(t *testing.T) {
 	if !stacks {
 		t.Error("the page of PostgreSQL with off-CPU stacks has no stack")
 	}
+	checkFlame(t, tb)
 	if out := os.Getenv("THREADCAP_SCREENSHOT"); out != "" {
+		// The picture is of the page as it opens.
+		tb.click(`#flame-reset`)
+		var done bool
+		tb.eval(`document.getElementById('flame-search').value = ''; document.getElementById('flame-search').dispatchEvent(new Event('input')); window.scrollTo(0, 0); true`, &done)
+		_, png = tb.screenshot()
 		if err := os.WriteFile(out, png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("wrote %s", out)
 	}
 	tb.clean()
+}
+
+// checkFlame searches the flame graph's frames and zooms into the database's frame with a
+// click, as a person would.
+func checkFlame(t *testing.T, tb *tab) {
+	t.Helper()
+	const flame = `echarts.getInstanceByDom(document.getElementById('flame'))`
+	var hits int
+	tb.eval(`(() => { const s = document.getElementById('flame-search'); s.value = 'do_syscall'; s.dispatchEvent(new Event('input'));
+		return `+flame+`.getOption().series[0].data.filter(d => d.itemStyle.color === '#c026d3').length; })()`, &hits)
+	if hits == 0 {
+		t.Error("searching the stacks for do_syscall marks no frame")
+	}
+	// The widest frame under the root is postgres's: click its middle.
+	var at struct {
+		X, Y, Width float64
+		Name        string
+	}
+	tb.eval(`(() => { const c = `+flame+`; const d = c.getOption().series[0].data.filter(d => d.value[2] === 1).sort((a, b) => b.value[3] - a.value[3])[0];
+		document.getElementById('flame').scrollIntoView(); const r = document.getElementById('flame').getBoundingClientRect();
+		const p = c.convertToPixel({seriesIndex: 0}, [(d.value[0] + d.value[1]) / 2, 1.5]);
+		return {X: r.left + p[0], Y: r.top + p[1], Width: d.value[3], Name: d.name}; })()`, &at)
+	if err := chromedp.Run(tb.ctx, chromedp.MouseClickXY(at.X, at.Y), chromedp.Sleep(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	var root struct {
+		Name  string
+		Width float64
+	}
+	tb.eval(`(() => { const d = `+flame+`.getOption().series[0].data[0]; return {Name: d.name, Width: d.value[3]}; })()`, &root)
+	if root.Name != at.Name || root.Width != at.Width {
+		t.Errorf("a click on %s (%v rows) zoomed to %s (%v rows)", at.Name, at.Width, root.Name, root.Width)
+	}
 }
