@@ -4,6 +4,7 @@ package html
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -63,7 +64,10 @@ func hostileRows(tick time.Time, i int) []state.Sample {
 		s := state.Sample{Time: tick, Pid: int32(100 + k), Tid: int32(100 + k), Process: name, Thread: name, User: name,
 			State: state.Sleeping, Syscall: name, SyscallUs: 1000, SyscallCPUUs: state.Unknown, Wchan: name, Cgroup: name,
 			Cmdline: name + " --flag " + name, Span: name, SpanArg: name, IODev: name, Exe: "/bin/" + name}
+		// Frames are names too (a user stack's are the program's own symbols).
+		s.KernelStack = &state.Stack{Hash: fmt.Sprintf("%016x", k+1), Frames: "entry_SYSCALL_64;" + name + ";schedule"}
 		if k == 0 {
+			s.KernelStack = nil
 			s.State = state.OnCPU
 			s.StateTimeUs[state.OnCPU] = 1_000_000
 		}
@@ -117,16 +121,36 @@ func TestHostileNamesRunNothing(t *testing.T) {
 			}
 		}
 	}
+	var frames []string
+	tb.eval(`echarts.getInstanceByDom(document.getElementById('flame')).getOption().series[0].data.map(d => d.name)`, &frames)
+	for _, name := range hostile[1:] {
+		if !contains(frames, name) {
+			t.Errorf("the flame graph lacks the frame %q: %q", name, frames)
+		}
+	}
+	// Hovering the lanes, the chart stacked by process and the flame graph shows tooltips
+	// holding the names, as text.
+	tb.click(`#stack-by button[data-col="process"]`)
+	for _, sel := range []string{"#threads", "#chart", "#flame"} {
+		bx := tb.box(sel)
+		x, y := bx.X+bx.W/2, bx.Y+bx.H/2
+		if sel == "#flame" { // on the row of the processes
+			var p []float64
+			tb.eval(`echarts.getInstanceByDom(document.getElementById('flame')).convertToPixel({seriesIndex: 0}, [1, 1.5])`, &p)
+			x, y = bx.X+p[0], bx.Y+p[1]
+		}
+		tb.hover(x, y)
+		var tip string
+		tb.eval(`document.querySelector(`+quote(sel)+`).innerText`, &tip)
+		if !containsAny(tip, hostile) {
+			t.Errorf("hovering %s shows no name as text: %q", sel, tip)
+		}
+	}
 	tb.click(`#top tbody tr.group`)
 	var chip string
 	tb.eval(`document.querySelector('#chips .chip').firstChild.textContent`, &chip)
 	if !strings.HasPrefix(chip, "process=") || !contains(hostile, strings.TrimPrefix(chip, "process=")) {
 		t.Errorf("the filter chip reads %q", chip)
-	}
-	// Hovering the lanes and the chart shows tooltips holding the names.
-	for _, sel := range []string{"#threads", "#chart"} {
-		bx := tb.box(sel)
-		tb.hover(bx.X+bx.W/2, bx.Y+bx.H/2)
 	}
 	tb.eval(`window.pwned !== undefined`, &pwned)
 	if pwned {
@@ -163,6 +187,15 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'
 func contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
 			return true
 		}
 	}
