@@ -96,3 +96,59 @@ func TestSpansWrittenPerMinute(t *testing.T) {
 		t.Errorf("at stop: %+v, want the one span since, 5 µs asleep", got)
 	}
 }
+
+// TestSpanKeptAtTheTick: a thread that ended its span after the tick, and even began
+// another, shows at that tick the span the kernel side kept as of the instant, with its
+// argument and how long it had run; one the kernel side says was in none shows none.
+func TestSpanKeptAtTheTick(t *testing.T) {
+	spans := &fakeSpans{stats: make([]bpf.SpanStats, 2)}
+	r := newRig(t, Filter{All: true})
+	r.s.cfg.Spans, r.s.cfg.SpanNames = spans, []string{"query", "lock_wait"}
+	r.src.recs[0] = sleeper(10, 50*sec)
+	r.src.recs[1] = sleeper(11, 50*sec)
+	tick := 100*sec + 500_000_000
+	spans.threads = []bpf.SpanThread{
+		// Its 150 µs query ended after the tick, and the next one began: kept at the tick.
+		{Tid: 10, TaskStart: 1, Frames: []bpf.SpanFrame{{Span: 0, StartNs: tick + 2_000_000, Text: "SELECT 2"}},
+			TickNs: tick, AtTickOpen: true, AtTick: bpf.SpanFrame{Span: 0, StartNs: tick - 100_000, Text: "SELECT 1"}},
+		// Began its query after the tick, in none at it.
+		{Tid: 11, TaskStart: 1, Frames: []bpf.SpanFrame{{Span: 0, StartNs: tick - 1_000_000}}, TickNs: tick},
+	}
+	rows := r.tick(t, tick)
+	if got := rows[10]; got.Span != "query" || got.SpanUs != 100 || got.SpanArg != "SELECT 1" {
+		t.Errorf("thread 10: span %q for %d µs, arg %q; want the query open at the tick, 100 µs in, SELECT 1", got.Span, got.SpanUs, got.SpanArg)
+	}
+	if got := rows[11]; got.Span != "" {
+		t.Errorf("thread 11 shows span %q; at the tick it was in none", got.Span)
+	}
+}
+
+// TestSleeperInASpanIsActive: with the default filter a thread asleep since long before the
+// previous tick gets no row, unless it is inside a span at the tick: a backend waiting on a
+// lock in a query. Once the span has ended, it has none again.
+func TestSleeperInASpanIsActive(t *testing.T) {
+	spans := &fakeSpans{stats: make([]bpf.SpanStats, 2)}
+	r := newRig(t, Filter{})
+	r.s.cfg.Spans, r.s.cfg.SpanNames = spans, []string{"query", "lock_wait"}
+	r.src.recs[0] = sleeper(10, 50*sec)
+	r.src.recs[1] = sleeper(11, 50*sec)
+	if rows := r.tick(t, 99*sec); len(rows) != 0 {
+		t.Fatalf("idle sleepers got rows: %v", rows)
+	}
+	spans.threads = []bpf.SpanThread{{Tid: 10, TaskStart: 1, Frames: []bpf.SpanFrame{
+		{Span: 0, StartNs: 60 * sec, Text: "UPDATE t"}, {Span: 1, StartNs: 61 * sec}}}}
+	for tick := 100 * sec; tick <= 102*sec; tick += sec {
+		rows := r.tick(t, tick)
+		got, ok := rows[10]
+		if !ok || got.Span != "lock_wait" || got.State != state.Sleeping || got.Syscall == "" {
+			t.Errorf("tick %d: row %v %+v; want the sleeper in lock_wait, sleeping in its syscall", tick/sec, ok, got)
+		}
+		if _, ok := rows[11]; ok {
+			t.Errorf("tick %d: the idle sleeper outside any span got a row", tick/sec)
+		}
+	}
+	spans.threads = nil
+	if rows := r.tick(t, 103*sec); len(rows) != 0 {
+		t.Errorf("after its span ended the sleeper still got a row: %v", rows)
+	}
+}
