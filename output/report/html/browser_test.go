@@ -27,7 +27,7 @@ import (
 // driven through the DevTools protocol, with the network cut off: every request other
 // than the page's own file, every console error, exception and dialog is recorded.
 type tab struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 	url string
 
@@ -38,7 +38,7 @@ type tab struct {
 }
 
 // chromium returns the browser's path; under CI=true a missing browser fails the test.
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -53,7 +53,7 @@ func chromium(t *testing.T) string {
 }
 
 // open loads the HTML file at path and waits until its script says it is drawn.
-func open(t *testing.T, path string) *tab {
+func open(t testing.TB, path string) *tab {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
