@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -61,6 +62,18 @@ func TestTopStacks(t *testing.T) {
 	}
 	if got := strings.Join(shown, ";"); got != frames {
 		t.Errorf("frames on screen %q, report --folded says %q", got, frames)
+	}
+
+	// The latency pane counts the group's rows in a syscall at the ticks: all of its rows,
+	// which the recording gives a time in pwrite64 each.
+	term.keys("s") // back to the table
+	term.waitFor("the table again", func(s string) bool { return strings.Contains(s, "THREADS") })
+	term.keys("l")
+	screen = term.waitFor("the latencies", func(s string) bool { return strings.Contains(s, "syscalls ") })
+	t.Logf("latency:\n%s", screen)
+	group := reportJSON(t, append([]string{"--where", "state=uninterruptible", "--where", "syscall=pwrite64"}, window...)...)
+	if want := regexp.MustCompile(fmt.Sprintf(`(?m)^  syscalls +%d  p50 `, group.Rows)); !want.MatchString(screen) {
+		t.Errorf("report counts %d rows of the group; the latency pane:\n%s", group.Rows, screen)
 	}
 	quit(t, term)
 }

@@ -85,6 +85,9 @@ func (w workload) sample(tick time.Time, i int) state.Sample {
 	s := state.Sample{Time: tick, Pid: w.pid, Tid: w.tid, Process: w.process, Thread: w.thread, User: "root",
 		State: w.st, StateUs: int64(i) * 100000, Syscall: w.syscall, SyscallUs: state.Unknown, SyscallCPUUs: state.Unknown,
 		CPU: 0, Exe: "/usr/bin/" + w.thread, IODev: w.ioDev, IOOp: w.ioOp}
+	if w.syscall != "" {
+		s.SyscallUs = int64(i%64+1) * 250 // from 250 µs to 16 ms, the syscall in progress so far
+	}
 	s.StateTimeUs[state.OnCPU] = w.onCPUUs
 	s.StateTimeUs[w.st] += 100000 - w.onCPUUs
 	if len(w.kernelStack) > 0 {
@@ -277,6 +280,7 @@ type jsonReport struct {
 	By         []string `json:"by"`
 	Groups     []struct {
 		Values     map[string]string `json:"values"`
+		Rows       int64             `json:"rows"`
 		AvgThreads float64           `json:"avg_threads"`
 		CPUSeconds float64           `json:"cpu_seconds"`
 	} `json:"groups"`

@@ -5,6 +5,9 @@ package top
 import (
 	"fmt"
 	"strings"
+
+	"github.com/threadcap/threadcap/output/report"
+	"github.com/threadcap/threadcap/state"
 )
 
 // groupText names the selected group by its filters, for the detail panes' headings.
@@ -71,11 +74,12 @@ func wrap(s string, w int) []string {
 	return append(lines, line)
 }
 
-// latencyLines shows spans' and disks' latency in the window (from the spans and io
-// files, as `report --latency`): count, p50/p90/p99 and the log2 histogram as a sparkline.
-// When the filters name a span or a disk, only that one.
+// latencyLines shows latencies in the window: of the selected group's rows, how long the
+// syscall in progress had run at the ticks (from the samples), and of spans and disks (from
+// the spans and io files, as `report --latency`): count, p50/p90/p99 and the log2
+// histogram as a sparkline. When the filters name a span or a disk, only that one.
 func (m *model) latencyLines(rows int) []string {
-	lines := []string{titleStyle.Render("LATENCY in this window") + faintStyle.Render("  (log2 µs histograms; l or Esc: back)")}
+	lines := []string{titleStyle.Render("LATENCY") + faintStyle.Render("  (log2 µs histograms; l or Esc: back)")}
 	switch {
 	case m.detailErr != "":
 		return append(lines, wrap(clean(m.detailErr), m.width)...)
@@ -92,24 +96,39 @@ func (m *model) latencyLines(rows int) []string {
 		return true
 	}
 	var body []string
+	var hist [state.SpanBuckets]uint64
+	var count int64
+	for i, n := range m.syscalls {
+		hist[i], count = uint64(n), count+n
+	}
+	body = append(body, faintStyle.Render("time so far in the syscall at the ticks, of the group's active rows:"))
+	if count == 0 {
+		body = append(body, "  none")
+	} else {
+		l := report.SpanLatency{Count: count, WallHist: hist}
+		body = append(body, fmt.Sprintf("  syscalls %7d  p50 %s p90 %s p99 %s  %s", count,
+			micros(l.Percentile(&l.WallHist, 0.5)), micros(l.Percentile(&l.WallHist, 0.9)),
+			micros(l.Percentile(&l.WallHist, 0.99)), histogram(hist[:])))
+	}
+	body = append(body, faintStyle.Render("ended in the window (spans and io files):"))
+	if m.latencyNote != "" {
+		body = append(body, wrap("  "+clean(m.latencyNote), m.width)...)
+	}
 	for _, s := range m.latency.Spans {
 		if !keep("span", s.Span) {
 			continue
 		}
-		body = append(body, fmt.Sprintf("span %-14s %8d  wall p50 %s p90 %s p99 %s  %s",
-			cut(clean(s.Span), 14), s.Count, micros(s.Percentile(&s.WallHist, 0.5)),
+		body = append(body, fmt.Sprintf("  span %-10s %7d  wall p50 %s p90 %s p99 %s  %s",
+			cut(clean(s.Span), 10), s.Count, micros(s.Percentile(&s.WallHist, 0.5)),
 			micros(s.Percentile(&s.WallHist, 0.9)), micros(s.Percentile(&s.WallHist, 0.99)), histogram(s.WallHist[:])))
 	}
 	for _, d := range m.latency.Disks {
 		if !keep("io_dev", d.Disk) || !keep("io_op", d.Op) {
 			continue
 		}
-		body = append(body, fmt.Sprintf("disk %-8s %-5s %8d  device p50 %s p90 %s p99 %s  %s",
-			cut(clean(d.Disk), 8), cut(clean(d.Op), 5), d.Requests, micros(d.Percentile(&d.DeviceHist, 0.5)),
+		body = append(body, fmt.Sprintf("  disk %-6s %-5s %7d  device p50 %s p90 %s p99 %s  %s",
+			cut(clean(d.Disk), 6), cut(clean(d.Op), 5), d.Requests, micros(d.Percentile(&d.DeviceHist, 0.5)),
 			micros(d.Percentile(&d.DeviceHist, 0.9)), micros(d.Percentile(&d.DeviceHist, 0.99)), histogram(d.DeviceHist[:])))
-	}
-	if len(body) == 0 {
-		return append(lines, "no spans or block requests ended in this window")
 	}
 	m.scroll = min(m.scroll, max(len(body)-(rows-1), 0))
 	for _, l := range body[m.scroll:] {

@@ -67,13 +67,15 @@ type model struct {
 	selected, offset int
 	reselectTo       []string // after going back: the group to select in the answer
 
-	pane       pane
-	detailGen  int
-	detailWait bool
-	stacks     []report.FoldedStack
-	latency    report.Latencies
-	detailErr  string
-	scroll     int
+	pane        pane
+	detailGen   int
+	detailWait  bool
+	stacks      []report.FoldedStack
+	latency     report.Latencies
+	latencyNote string                    // why there are no spans' and disks' latencies
+	syscalls    [report.HistBuckets]int64 // the group's time in syscalls so far at the ticks
+	detailErr   string
+	scroll      int
 
 	help   bool // the keys are listed in place of the table
 	prompt prompt
@@ -165,9 +167,12 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.detailWait = false
-		m.stacks, m.latency, m.detailErr = msg.stacks, msg.latency, ""
+		m.stacks, m.latency, m.syscalls, m.detailErr, m.latencyNote = msg.stacks, msg.latency, msg.syscalls, "", ""
 		if msg.err != nil {
 			m.detailErr = oneLine(msg.err.Error())
+		}
+		if msg.latencyErr != nil {
+			m.latencyNote = oneLine(msg.latencyErr.Error())
 		}
 	case tea.KeyPressMsg:
 		return m.key(msg)
@@ -439,9 +444,13 @@ func (m *model) showLatency() tea.Cmd {
 		m.pane = paneTable
 		return nil
 	}
+	q, ok := m.detailQuery()
+	if !ok {
+		q = report.Query{Window: m.window, Where: m.where} // no group: every row the filters keep
+	}
 	m.pane, m.scroll, m.detailWait, m.latency, m.detailErr = paneLatency, 0, true, report.Latencies{}, ""
 	m.detailGen++
-	return latencyCmd(m.src, m.cfg.Explain, m.detailGen, m.window)
+	return latencyCmd(m.src, m.cfg.Explain, m.detailGen, q)
 }
 
 // promptKey edits the status line's prompt: Enter takes it, Esc drops it.

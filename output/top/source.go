@@ -45,10 +45,12 @@ type resultMsg struct {
 
 // detailMsg is the answer for the selected group's stacks or latencies.
 type detailMsg struct {
-	gen     int
-	stacks  []report.FoldedStack
-	latency report.Latencies
-	err     error
+	gen        int
+	stacks     []report.FoldedStack
+	latency    report.Latencies
+	latencyErr error                     // the spans' and disks' latencies could not be read
+	syscalls   [report.HistBuckets]int64 // time in the syscall so far, at the group's active rows
+	err        error
 }
 
 // safely runs f, turning a panic into an error: a bug met on odd input is one line on
@@ -101,16 +103,41 @@ func stacksCmd(src source, explain func(error) error, gen int, q report.Query) t
 	}
 }
 
-// latencyCmd asks for the latencies of spans and disks over w.
-func latencyCmd(src source, explain func(error) error, gen int, w report.Window) tea.Cmd {
+// syscallColumn is the column whose values at the ticks the latency pane counts for the
+// selected group: how long the syscall in progress had run.
+const syscallColumn = "syscall_us"
+
+// latencyCmd asks for the latencies of spans and disks over q's window, and for the
+// histogram of the time its rows had been in their syscall at the ticks.
+func latencyCmd(src source, explain func(error) error, gen int, q report.Query) tea.Cmd {
 	return func() tea.Msg {
 		msg := detailMsg{gen: gen}
-		msg.err = safely(func() (err error) {
-			msg.latency, err = src.Latency(w)
+		// The spans and io files may not be there (spans and io off): that is said in the
+		// pane; the syscalls' histogram is still shown.
+		msg.latencyErr = safely(func() (err error) {
+			msg.latency, err = src.Latency(q.Window)
 			return err
+		})
+		msg.err = safely(func() error {
+			// One bucket for the whole window (two when it does not start on a second).
+			hq := report.Query{Window: q.Window, Where: q.Where, BucketHist: syscallColumn,
+				Step: max(q.Window.Duration().Round(time.Second), time.Second)}
+			r, err := src.Run(hq)
+			if err != nil {
+				return err
+			}
+			for _, b := range r.Timeline {
+				for i, n := range b.Hist {
+					msg.syscalls[i] += n
+				}
+			}
+			return nil
 		})
 		if msg.err != nil {
 			msg.err = explain(msg.err)
+		}
+		if msg.latencyErr != nil {
+			msg.latencyErr = explain(msg.latencyErr)
 		}
 		return msg
 	}

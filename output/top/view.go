@@ -262,26 +262,18 @@ func (m *model) statusLine() string {
 	return ""
 }
 
-// damageText says in one line what of the window's files could not be read, as report's
-// header does at length: the first file by its name, and how many more.
+// damageText is report's own line about the first damaged file (DamageLines), the file
+// named by its base name only, and how many more there are: one line.
 func damageText(damaged []report.FileDamage) string {
-	d := damaged[0]
-	var what string
-	switch {
-	case d.NotRead != "":
-		what = "not read: " + d.NotRead
-	case d.Tail != "":
-		what = fmt.Sprintf("%d rows lost, the rest not read: %s", d.Lost, d.Tail)
-	default:
-		what = fmt.Sprintf("%d rows lost", d.Lost)
-	}
+	line := report.DamageLines(damaged[:1])[0]
+	base := filepath.Base(damaged[0].File)
 	// The reason often names the file again, in full: once, by its name, is enough.
-	what = strings.ReplaceAll(what, "reading "+d.File+": ", "")
-	s := filepath.Base(d.File) + ": " + strings.ReplaceAll(what, d.File, filepath.Base(d.File))
+	line = strings.ReplaceAll(line, "reading "+damaged[0].File+": ", "")
+	line = strings.ReplaceAll(line, damaged[0].File, base)
 	if len(damaged) > 1 {
-		s += fmt.Sprintf(" (and %d more files)", len(damaged)-1)
+		line += fmt.Sprintf(" (and %d more files)", len(damaged)-1)
 	}
-	return s
+	return line
 }
 
 // keys are the keys the last line lists, most needed first: as many as fit are shown.
