@@ -56,7 +56,15 @@ const (
 	formatNanos
 )
 
-func openParquetReader(path string) (*Reader, error) {
+// recoverDamage turns a panic of the Parquet library into an error: it trusts the offsets
+// and lengths a file holds, which a damaged file has wrong.
+func recoverDamage(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("damaged Parquet file: %v", p)
+	}
+}
+
+func openParquetReader(path string) (r *Reader, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening hour file: %w", err)
@@ -66,18 +74,24 @@ func openParquetReader(path string) (*Reader, error) {
 		f.Close()
 		return nil, fmt.Errorf("opening hour file: %w", err)
 	}
-	pf, err := parquet.OpenFile(f, fi.Size())
+	defer func() {
+		if err != nil {
+			f.Close()
+			r, err = nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+	}()
+	defer recoverDamage(&err)
+	// The page index and bloom filters are of no use to a reader of every row.
+	pf, err := parquet.OpenFile(f, fi.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, err
 	}
 	p := &parquetRows{groups: pf.RowGroups(), left: -1}
-	r := &Reader{path: path, pq: p, closer: func() error { p.close(); return f.Close() }}
+	r = &Reader{path: path, pq: p, closer: func() error { p.close(); return f.Close() }}
 	for _, col := range pf.Schema().Columns() {
 		leaf, ok := pf.Schema().Lookup(col...)
 		if !ok || len(col) != 1 {
-			f.Close()
-			return nil, fmt.Errorf("reading %s: column %v is not a threadcap column", path, col)
+			return nil, fmt.Errorf("column %v is not a threadcap column", col)
 		}
 		if col[0] == HostColumn {
 			p.field, p.format, p.read = append(p.field, -1), append(p.format, formatText), append(p.read, false)
@@ -85,8 +99,7 @@ func openParquetReader(path string) (*Reader, error) {
 		}
 		vf, err := formatOf(leaf.Node)
 		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("reading %s: column %s: %w", path, col[0], err)
+			return nil, fmt.Errorf("column %s: %w", col[0], err)
 		}
 		p.field, p.format, p.read = append(p.field, len(r.header)), append(p.format, vf), append(p.read, true)
 		r.header = append(r.header, []byte(col[0]))
@@ -134,7 +147,13 @@ func (p *parquetRows) only(header [][]byte, names []string) {
 }
 
 // next returns the next row's fields; io.EOF after the last.
-func (p *parquetRows) next() ([][]byte, error) {
+func (p *parquetRows) next() (fields [][]byte, err error) {
+	defer recoverDamage(&err)
+	defer func() {
+		if err != nil {
+			p.groups = nil // the rest is not read
+		}
+	}()
 	for p.left <= 0 {
 		if err := p.nextGroup(); err != nil {
 			return nil, err
@@ -146,7 +165,6 @@ func (p *parquetRows) next() ([][]byte, error) {
 	for _, c := range p.cursors {
 		v, err := c.next()
 		if err != nil {
-			p.groups = nil // the rest is not read
 			return nil, err
 		}
 		start := len(p.arena)
@@ -224,6 +242,7 @@ func (p *parquetRows) appendValue(v parquet.Value, f valueFormat) {
 }
 
 func (p *parquetRows) close() {
+	defer func() { _ = recover() }() // what a damaged file did to the library's state
 	p.closeCursors()
 	p.groups = nil
 }

@@ -308,3 +308,50 @@ func TestForReadingChoosesPerHour(t *testing.T) {
 		t.Errorf("read %q, want %q", got, want)
 	}
 }
+
+// FuzzReaderParquet: whatever bytes of a Parquet hour a disk error changes, the reader
+// neither panics nor invents rows: it fails to open the file, or reads rows (as many as
+// the file has at most) and says why it stopped short when it did.
+func FuzzReaderParquet(f *testing.F) {
+	var pq bytes.Buffer
+	csv := []byte(output.Header())
+	for i := range 300 {
+		s := state.Sample{Time: time.Unix(1_800_000_000+int64(i/10), 0), Pid: int32(i), Tid: int32(i), Process: "p" + strconv.Itoa(i%7),
+			State: state.State(i % 5), Cmdline: strings.Repeat("x", i%50)}
+		csv = output.AppendCSV(csv, &s)
+	}
+	if _, err := output.WriteParquet(&pq, bytes.NewReader(csv), hourfile.Samples, "db-7"); err != nil {
+		f.Fatal(err)
+	}
+	whole := pq.Bytes()
+	f.Add(uint32(len(whole)/2), byte(0xff), uint32(0))
+	f.Add(uint32(100), byte(0), uint32(len(whole)))
+	f.Add(uint32(len(whole)-20), byte(1), uint32(0))
+	f.Fuzz(func(t *testing.T, at uint32, xor byte, cut uint32) {
+		b := append([]byte{}, whole...)
+		b[int(at)%len(b)] ^= xor
+		if cut > 0 {
+			b = b[:int(cut)%len(b)]
+		}
+		path := filepath.Join(t.TempDir(), "db-7.parquet")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := hourfile.OpenReader(path)
+		if err != nil {
+			return
+		}
+		defer r.Close()
+		r.Only("sample_time", "state", "process", "cmdline")
+		n := 0
+		for {
+			if _, ok := r.Next(); !ok {
+				break
+			}
+			n++
+		}
+		if n > 300 {
+			t.Fatalf("%d rows from a file of 300", n)
+		}
+	})
+}
