@@ -5,6 +5,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func TestTopBadInput(t *testing.T) {
 		term := newTerminal(t, 80, 24)
 		term.run(topCommandLine(t, 0, "--dir", dir, "--from", hour.Format(time.RFC3339), "--to", hour.Add(time.Hour).Format(time.RFC3339)))
 		screen := term.waitFor("the damaged file named", func(s string) bool {
-			return strings.Contains(s, "damaged: "+name) || len(errorLines(s)) == 1
+			return regexp.MustCompile(`(?m)^damaged: .*` + regexp.QuoteMeta(name)).MatchString(s)
 		})
 		t.Logf("%s", screen)
 		checkFits(t, term, 80, 24)
