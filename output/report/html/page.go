@@ -19,9 +19,11 @@ import (
 	"html"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
+	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/output/report"
 	"github.com/threadcap/threadcap/output/report/html/echarts"
 )
@@ -85,6 +87,9 @@ func build(dir string, q report.Query, opts Options) (*page, error) {
 		return nil, err
 	}
 	p.Files = r.Files
+	if host := hostOf(dir, r.Files); host != "" && opts.Host == "" {
+		p.Host, p.HostNote = host, "from the Parquet files' names; CPUs: the host this page was made on"
+	}
 	p.Cube = buildCube(r)
 	if r.Ticks == 0 {
 		p.Empty = "The files hold no tick in this window: threadcap was not running then."
@@ -103,6 +108,23 @@ func build(dir string, q report.Query, opts Options) (*page, error) {
 		p.Heatmaps = []heatmap{}
 	}
 	return p, nil
+}
+
+// hostOf is the host the Parquet files among files name, when they all name one.
+func hostOf(dir string, files []string) string {
+	host := ""
+	for _, f := range files {
+		rel, err := filepath.Rel(dir, f)
+		if err != nil {
+			return ""
+		}
+		n, ok := hourfile.Parse(filepath.ToSlash(rel))
+		if !ok || n.Host == "" || (host != "" && n.Host != host) {
+			return ""
+		}
+		host = n.Host
+	}
+	return host
 }
 
 // usedFrames are the frames of the stacks the cube's rows hold, and no others.
