@@ -48,9 +48,13 @@ func OpenReader(path string) (*Reader, error) {
 		plain: !strings.HasSuffix(path, Gzip) && !strings.HasSuffix(path, Zstd)}
 	header, err := r.csv.Read()
 	switch {
-	case errors.Is(err, io.EOF):
+	case errors.Is(err, io.EOF) && r.plain:
 		r.done = true
 		return r, nil
+	case errors.Is(err, io.EOF):
+		// A closed hour is compressed only once it has a header.
+		rc.Close()
+		return nil, fmt.Errorf("reading %s: no header: the file is cut short", path)
 	case err != nil:
 		rc.Close()
 		return nil, fmt.Errorf("reading the header of %s: %w", path, err)

@@ -44,7 +44,7 @@ func sampleCSV(t *testing.T) []byte {
 
 // writeFormats writes csv as a samples hour in every format threadcap writes, and returns
 // their paths.
-func writeFormats(t *testing.T, csv []byte) map[string]string {
+func writeFormats(t testing.TB, csv []byte) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
 	hour := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
@@ -71,7 +71,7 @@ func writeFormats(t *testing.T, csv []byte) map[string]string {
 	return paths
 }
 
-func compress(t *testing.T, suffix string, b []byte) []byte {
+func compress(t testing.TB, suffix string, b []byte) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	switch suffix {
@@ -354,4 +354,75 @@ func FuzzReaderParquet(f *testing.F) {
 			t.Fatalf("%d rows from a file of 300", n)
 		}
 	})
+}
+
+// FuzzReaderCompressedCut: a compressed hour cut short anywhere gives rows that are the
+// first rows of the whole file, as written, and says why it stopped when it did.
+func FuzzReaderCompressedCut(f *testing.F) {
+	csv := []byte(output.Header())
+	for i := range 2000 {
+		s := state.Sample{Time: time.Unix(1_800_000_000+int64(i/10), 0), Pid: int32(i), Tid: int32(i * 7), Process: "p" + strconv.Itoa(i*31%97),
+			Cmdline: strconv.Itoa(i*i) + "\n" + strconv.Itoa(i)}
+		csv = output.AppendCSV(csv, &s)
+	}
+	paths := writeFormats(f, csv)
+	var full []string
+	for _, suffix := range []string{hourfile.CSV} {
+		full = readRows(f, paths[suffix])
+	}
+	compressed := map[bool][]byte{}
+	for zst, suffix := range map[bool]string{false: hourfile.Gzip, true: hourfile.Zstd} {
+		b, err := os.ReadFile(paths[suffix])
+		if err != nil {
+			f.Fatal(err)
+		}
+		compressed[zst] = b
+	}
+	f.Add(false, uint32(1000))
+	f.Add(true, uint32(5000))
+	f.Fuzz(func(t *testing.T, zst bool, cut uint32) {
+		whole := compressed[zst]
+		b := whole[:int(cut)%len(whole)]
+		suffix := map[bool]string{false: hourfile.Gzip, true: hourfile.Zstd}[zst]
+		path := filepath.Join(t.TempDir(), "threadcap_samples_2026-11-21T14Z"+suffix)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := hourfile.OpenReader(path)
+		if err != nil {
+			return // cut in its header: nothing to read
+		}
+		defer r.Close()
+		var got []string
+		for {
+			fields, ok := r.Next()
+			if !ok {
+				break
+			}
+			got = append(got, string(bytes.Join(fields, []byte{0})))
+		}
+		if len(got) > len(full) || !slices.Equal(got, full[:len(got)]) {
+			t.Fatalf("cut at %d of %d: %d rows that are not the first of the file's %d", len(b), len(whole), len(got), len(full))
+		}
+		if r.Tail() == nil && len(got) < len(full) {
+			t.Fatalf("cut at %d of %d: %d rows of %d, and no word of why", len(b), len(whole), len(got), len(full))
+		}
+	})
+}
+
+// readRows is the rows of path, each as its fields joined by NUL.
+func readRows(t testing.TB, path string) []string {
+	r, err := hourfile.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var rows []string
+	for {
+		fields, ok := r.Next()
+		if !ok {
+			return rows
+		}
+		rows = append(rows, string(bytes.Join(fields, []byte{0})))
+	}
 }
