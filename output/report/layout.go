@@ -14,7 +14,6 @@ import (
 // header name, so a column added at the end by a later schema never moves the others, and
 // a column an older file lacks (index -1) reads as empty.
 type layout struct {
-	fields                   int // per record
 	time, state, onCPU, span int
 	hist                     int // the query's BucketHist column, -1 when none
 	by                       []int
@@ -47,12 +46,11 @@ func (s *scan) layoutOf(header [][]byte) (layout, error) {
 		names[i] = string(h)
 	}
 	l := layout{
-		fields: len(header),
-		time:   slices.Index(names, colTime),
-		state:  slices.Index(names, colState),
-		onCPU:  slices.Index(names, colOnCPU),
-		span:   slices.Index(names, colSpan),
-		hist:   -1,
+		time:  slices.Index(names, colTime),
+		state: slices.Index(names, colState),
+		onCPU: slices.Index(names, colOnCPU),
+		span:  slices.Index(names, colSpan),
+		hist:  -1,
 	}
 	if s.q.BucketHist != "" {
 		l.hist = slices.Index(names, s.q.BucketHist)

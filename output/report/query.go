@@ -123,7 +123,8 @@ func duplicate(names []string) string {
 	return ""
 }
 
-// read are the columns a scan for q reads of each row.
+// read are the columns a scan for q reads of each row. A column the scan reads must be
+// here: in a Parquet hour the others read as empty (hourfile.Reader.Only).
 func (q Query) read() []string {
 	return append(q.columns(), colTime, colState, colOnCPU, colSpan)
 }
