@@ -87,7 +87,8 @@ func renderJSON(w io.Writer, r *Result) error {
 }
 
 // renderCSV writes one line per group, or per bucket of a timeline. The groups past --top
-// are left out: --top 0 lists them all.
+// are left out: --top 0 lists them all. rows are a group's active sessions, inactive_rows
+// its other rows but exited threads', as in JSON.
 func renderCSV(w io.Writer, r *Result) error {
 	cw := csv.NewWriter(w)
 	if r.Step > 0 {
@@ -101,14 +102,14 @@ func renderCSV(w io.Writer, r *Result) error {
 			cw.Write(append(line, number(seconds(bk.CPUUs))))
 		}
 	} else {
-		cw.Write(append(append([]string{}, r.By...), "avg_threads", "cpu_seconds", "rows"))
+		cw.Write(append(append([]string{}, r.By...), "avg_threads", "cpu_seconds", "rows", "inactive_rows"))
 		for _, g := range r.Groups {
 			line := make([]string, 0, len(g.Values)+3)
 			for _, v := range g.Values {
 				line = append(line, hourfile.Guard(v))
 			}
 			cw.Write(append(line, number(Average(g.Rows, r.Ticks)),
-				number(seconds(g.CPUUs)), strconv.FormatInt(g.Rows, 10)))
+				number(seconds(g.CPUUs)), strconv.FormatInt(g.Rows, 10), strconv.FormatInt(g.Inactive, 10)))
 		}
 	}
 	cw.Flush()
