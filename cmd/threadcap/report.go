@@ -187,7 +187,7 @@ func writeHTML(cfg reportConfig, out io.Writer) error {
 	}
 	f, err := os.CreateTemp(filepath.Dir(cfg.HTML), "."+filepath.Base(cfg.HTML)+".*")
 	if err != nil {
-		return fmt.Errorf("writing the page: %w", err)
+		return fmt.Errorf("writing %s: %w", cfg.HTML, err)
 	}
 	defer os.Remove(f.Name())
 	err = html.Write(f, cfg.Dir, cfg.Query, html.Options{})
