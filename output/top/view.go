@@ -30,7 +30,7 @@ var (
 )
 
 // chartHeight is how many rows the chart takes in a terminal height rows high.
-func chartHeight(height int) int { return min(max((height-10)/3, 2), 10) }
+func chartHeight(height int) int { return min(max((height-9)/3, 2), 10) }
 
 // fixedLines are the lines around the table: three of header, the chart with its time
 // axis and legend, the table's header, the status line and the keys.
