@@ -174,6 +174,15 @@ func TestPageOverRecording(t *testing.T) {
 	sameNumbers(t, tb, reportJSON(t, rec, from, to, "--where", "state="+value, "--by", "syscall"), "syscall",
 		"after reset, filtered on state="+value)
 
+	// Removing the chip removes the filter.
+	tb.click(`#chips .chip button`)
+	var filters []any
+	tb.eval(`threadcapPage.filters()`, &filters)
+	if len(filters) != 0 {
+		t.Errorf("after the chip's removal the filters are %v", filters)
+	}
+	sameNumbers(t, tb, reportJSON(t, rec, from, to, "--by", "syscall"), "syscall", "after the chip's removal")
+
 	img, png := tb.screenshot()
 	for _, panel := range []string{"#chart", "#top", "#flame", "#heatmaps", "#threads"} {
 		if !drawn(img, tb.box(panel)) {
