@@ -3,8 +3,10 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 
 	"github.com/threadcap/threadcap/output/hourfile"
 )
@@ -27,21 +29,25 @@ type FileDamage struct {
 // readFile streams the rows of an hour file of any format into row, after head has its
 // header (nil head: any header will do). Only columns are read (all when nil): the others
 // may read as empty. A row that row finds malformed (false) is skipped. What could not be
-// read is added to damaged, and the rows lost returned.
-func readFile(path string, damaged *[]FileDamage, columns []string, head func([][]byte) error, row func([][]byte) bool) (lost int64) {
+// read is added to damaged, and the rows lost returned. A file the user may not read is
+// no damage: that error is returned, for the report to say how to get the right.
+func readFile(path string, damaged *[]FileDamage, columns []string, head func([][]byte) error, row func([][]byte) bool) (lost int64, err error) {
 	r, err := hourfile.OpenReader(path)
+	if errors.Is(err, fs.ErrPermission) {
+		return 0, err
+	}
 	if err != nil {
 		*damaged = append(*damaged, FileDamage{File: path, NotRead: err.Error()})
-		return 0
+		return 0, nil
 	}
 	defer r.Close()
 	if r.Header() == nil {
-		return 0 // just created: nothing written yet
+		return 0, nil // just created: nothing written yet
 	}
 	if head != nil {
 		if err := head(r.Header()); err != nil {
 			*damaged = append(*damaged, FileDamage{File: path, NotRead: err.Error()})
-			return 0
+			return 0, nil
 		}
 	}
 	if columns != nil {
@@ -63,7 +69,7 @@ func readFile(path string, damaged *[]FileDamage, columns []string, head func([]
 	if d.Lost > 0 || d.Tail != "" {
 		*damaged = append(*damaged, d)
 	}
-	return d.Lost
+	return d.Lost, nil
 }
 
 // WriteDamage says, one line a file, what could not be read of which file: for the views

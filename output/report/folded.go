@@ -95,7 +95,7 @@ func readStacks(samples string, frames map[string]string, damaged *[]FileDamage)
 			continue
 		}
 		// A line cut short by a crash, or not of the hash,frames shape, is skipped.
-		readFile(f.Path, damaged, nil, func(header [][]byte) error {
+		_, err := readFile(f.Path, damaged, nil, func(header [][]byte) error {
 			if len(header) != 2 {
 				return errors.New("not a stacks file: its header is not hash,frames")
 			}
@@ -104,6 +104,9 @@ func readStacks(samples string, frames map[string]string, damaged *[]FileDamage)
 			frames[string(fields[0])] = string(value(fields, 1, true))
 			return true
 		})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

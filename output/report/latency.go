@@ -95,7 +95,7 @@ func Latency(dir string, w Window) (Latencies, error) {
 			}
 		}
 		var col map[string]int
-		readFile(f.Path, &out.Damaged, nil, func(h [][]byte) error {
+		_, err := readFile(f.Path, &out.Damaged, nil, func(h [][]byte) error {
 			col = map[string]int{}
 			for i, name := range h {
 				col[string(name)] = i
@@ -107,6 +107,9 @@ func Latency(dir string, w Window) (Latencies, error) {
 			}
 			return nil
 		}, func(fields [][]byte) bool { return add(col, fields) })
+		if err != nil {
+			return Latencies{}, err
+		}
 	}
 	if read == 0 {
 		return Latencies{}, fmt.Errorf("no spans or io file in %s covers %s to %s: spans are recorded when the config has spans, block requests when io is on",

@@ -134,11 +134,15 @@ func Run(dir string, q Query) (*Result, error) {
 	s := newScan(q)
 	for _, f := range files {
 		s.rowTicks = len(ticks[f.Hour]) == 0
-		s.file(f.Path)
+		if err := s.file(f.Path); err != nil {
+			return nil, err
+		}
 	}
 	for _, f := range files {
 		for _, path := range ticks[f.Hour] {
-			s.ticksFile(path)
+			if err := s.ticksFile(path); err != nil {
+				return nil, err
+			}
 		}
 		delete(ticks, f.Hour) // an hour both plain and compressed is listed twice
 	}
@@ -165,14 +169,16 @@ func newScan(q Query) *scan {
 }
 
 // file streams one hour file into the sums.
-func (s *scan) file(path string) {
+func (s *scan) file(path string) error {
 	var l layout
-	s.res.Malformed += readFile(path, &s.res.Damaged, s.q.read(), func(header [][]byte) (err error) {
+	lost, err := readFile(path, &s.res.Damaged, s.q.read(), func(header [][]byte) (err error) {
 		l, err = s.layoutOf(header)
 		return err
 	}, func(fields [][]byte) bool {
 		return s.row(&l, fields)
 	})
+	s.res.Malformed += lost
+	return err
 }
 
 // row adds one record; false when it is malformed.
@@ -265,8 +271,8 @@ func (s *scan) countTick(b *Bucket) {
 }
 
 // ticksFile counts the ticks of one ticks file that fall in the window.
-func (s *scan) ticksFile(path string) {
-	s.res.Malformed += readFile(path, &s.res.Damaged, nil, func(header [][]byte) error {
+func (s *scan) ticksFile(path string) error {
+	lost, err := readFile(path, &s.res.Damaged, nil, func(header [][]byte) error {
 		if len(header) != 1 || string(header[0]) != colTime {
 			return fmt.Errorf("not a ticks file: its header is not %s", colTime)
 		}
@@ -285,6 +291,8 @@ func (s *scan) ticksFile(path string) {
 		}
 		return true
 	})
+	s.res.Malformed += lost
+	return err
 }
 
 func (s *scan) bucket(t time.Time) *Bucket {
