@@ -26,6 +26,9 @@ func (m *model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.promptKey(k)
 	}
 	m.note = ""
+	if m.help && key != "?" {
+		m.help = false // any other key closes the list of keys, and does what it does
+	}
 	switch key {
 	case "q":
 		return m, tea.Quit

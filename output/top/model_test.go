@@ -249,6 +249,19 @@ func TestChartCoversContext(t *testing.T) {
 	}
 }
 
+// TestHelp: ? lists the keys in place of the table; ? again, or any other key, closes it.
+func TestHelp(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, "?")
+	if !strings.Contains(m.screen(), "KEYS") || strings.Contains(m.screen(), "THREADS") {
+		t.Errorf("? does not list the keys:\n%s", m.screen())
+	}
+	press(m, "down")
+	if strings.Contains(m.screen(), "KEYS") || m.selected != 1 {
+		t.Errorf("↓ neither closed the keys nor moved the selection (%d):\n%s", m.selected, m.screen())
+	}
+}
+
 func TestNextBy(t *testing.T) {
 	for _, c := range []struct {
 		by    []string
