@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,15 +24,17 @@ func TestActiveSessionsAgreeWithTheReport(t *testing.T) {
 	dir := t.TempDir()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	now := start
-	w, err := output.New(output.Config{Dir: dir, Clock: func() time.Time { return now }, Log: logrus.NewEntry(log)})
+	var clock atomic.Int64 // read by the writer's background work
+	clock.Store(start.UnixNano())
+	w, err := output.New(output.Config{Dir: dir, Clock: func() time.Time { return time.Unix(0, clock.Load()) }, Log: logrus.NewEntry(log)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := newActivity(20)
 	const ticks = 30
 	for i := range ticks {
-		now = start.Add(time.Duration(i) * time.Second)
+		now := start.Add(time.Duration(i) * time.Second)
+		clock.Store(now.UnixNano())
 		var rows []state.Sample
 		for j, st := range []state.State{state.OnCPU, state.Runnable, state.Uninterruptible, state.Sleeping, state.Stopped, state.Dead} {
 			for _, span := range []string{"", "query"} {
