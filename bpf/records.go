@@ -182,10 +182,11 @@ func (r *Record) Thread(t *state.Thread, tick uint64) {
 		LastSyscall:    v.LastScNr,
 		LastRet:        v.LastScRet,
 		StartNs:        r.StartNs,
-		ExecGen:        r.ExecGen,
+		ExecGen:        uint32(r.ExecGen),
 		CgroupID:       r.CgroupId,
 		KernelStack:    v.Kstack,
 		UserStack:      v.Ustack,
+		TickStacks:     v == &r.AtTick && r.StacksAtTick != 0,
 	}
 }
 

@@ -95,6 +95,18 @@ func configureStacks(spec *ebpf.CollectionSpec, cfg Config) error {
 	if err := spec.Variables[threadcapVarUserStacks].Set(user); err != nil {
 		return fmt.Errorf("setting user stacks: %w", err)
 	}
+	// A thread on CPU at a tick gets the stacks a switch-out would give it: taken by a
+	// timer once per tick, they cost a walk per running thread and tick, not per switch.
+	var tick threadcapTcTickStack
+	if mask != 0 {
+		tick |= threadcapTcTickStackTC_TICK_KERNEL_STACK
+	}
+	if user != 0 {
+		tick |= threadcapTcTickStackTC_TICK_USER_STACK
+	}
+	if err := spec.Variables[threadcapVarTickStacks].Set(tick); err != nil {
+		return fmt.Errorf("setting stacks at the tick: %w", err)
+	}
 	return nil
 }
 

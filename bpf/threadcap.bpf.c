@@ -30,6 +30,8 @@ volatile const __u32 capacity = 1;       /* = max_entries of records */
 volatile const __u8 passive_syscalls = 0; /* no raw_syscalls hooks: read saved registers */
 volatile const __u8 stack_states = 0; /* bit 1 << state: capture stacks on switching out to it */
 volatile const __u8 user_stacks = 0;  /* capture the user stack too (frame-pointer walk) */
+/* Which stacks of the thread on CPU at a tick to capture: TC_TICK_* bits. */
+volatile const enum tc_tick_stack tick_stacks = 0;
 
 /* Slots handed out so far, never given back: the high-water mark of the array. */
 __u64 slots_used = 0;
@@ -135,6 +137,7 @@ static __always_inline void keep_tick(struct record *r, __u64 now)
 	if (tick && now >= tick && r->tick_ns != tick) {
 		__builtin_memcpy(&r->at_tick, &r->live, sizeof(r->live));
 		r->tick_ns = tick;
+		r->stacks_at_tick = 0;
 	}
 }
 
@@ -556,10 +559,31 @@ static __always_inline __u16 stack_of(void *ctx, __u64 flags)
 	return id + 1;
 }
 
+/*
+ * Stacks at the tick (tick_stacks): the code a thread on CPU at the tick was running then,
+ * taken by the first timer on its CPU at or after the instant (the scheduler's tick, 1/HZ,
+ * on a busy CPU), for a thread on CPU at the tick and ever since: what it runs now is what
+ * it ran at the instant, give or take that timer's period. One walk per thread on CPU and
+ * tick, whatever the rate of switches. A thread that left the CPU before its timer came
+ * keeps no stack for that tick, unless it is walked as the thread leaves (switch_out):
+ * then the code it had run on to since the instant.
+ */
+static __always_inline bool wants_tick_stacks(struct record *r, __u64 now)
+{
+	__u64 tick = tick_ns;
+
+	if (!tick || now < tick || r->live.state != TC_ON_CPU || r->live.since_ns > tick)
+		return false;
+	if (r->tick_ns != tick)
+		return true; /* no write since the tick: the view at the tick is the live one */
+	return r->at_tick.state == TC_ON_CPU && !r->stacks_at_tick;
+}
+
 static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt,
 				       unsigned int prev_state, __u64 now)
 {
 	__u16 kstack = 0, ustack = 0;
+	bool captured, at_tick;
 	struct record *r;
 	__u64 exec;
 	__u32 c;
@@ -579,7 +603,10 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	 * registers saved at kernel entry. Taken before seq goes odd, as a walk is slow next
 	 * to the stores, and a reader would otherwise retry for its whole length.
 	 */
-	if (stack_states & (1 << st)) {
+	captured = stack_states & (1 << st);
+	/* On CPU at the tick and leaving before a timer took its stacks: they are taken here. */
+	at_tick = tick_stacks && wants_tick_stacks(r, now);
+	if (captured || at_tick) {
 		kstack = stack_of(ctx, 0);
 		if (user_stacks && !(prev->flags & PF_KTHREAD))
 			ustack = stack_of(ctx, BPF_F_USER_STACK);
@@ -594,8 +621,13 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	r->live.cpu_ns += exec - r->exec_ns;
 	r->live.cpu_at_ns = now;
 	r->exec_ns = exec;
-	r->live.kstack = kstack;
-	r->live.ustack = ustack;
+	if (at_tick && r->tick_ns == tick_ns && r->at_tick.state == TC_ON_CPU) {
+		r->at_tick.kstack = kstack;
+		r->at_tick.ustack = ustack;
+		r->stacks_at_tick = 1;
+	}
+	r->live.kstack = captured ? kstack : 0;
+	r->live.ustack = captured ? ustack : 0;
 	enter_state(r, st, now);
 	if (st == TC_RUNNABLE)
 		r->live.nivcsw++;
@@ -748,8 +780,10 @@ int BPF_PROG(on_timer, void *timer)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 cpu = bpf_get_smp_processor_id(), c;
-	__u64 now, exec;
+	__u16 kstack = 0, ustack = 0;
+	__u64 now = 0, exec;
 	struct record *r;
+	bool changed, stacks;
 
 	if (!task->pid)
 		return 0;
@@ -757,21 +791,44 @@ int BPF_PROG(on_timer, void *timer)
 	if (!r)
 		return 0;
 	exec = task->se.sum_exec_runtime;
-	if (r->live.state == TC_ON_CPU && r->live.cpu == cpu && exec == r->exec_ns)
+	changed = r->live.state != TC_ON_CPU || r->live.cpu != cpu || exec != r->exec_ns;
+	stacks = false;
+	if (tick_stacks) {
+		now = bpf_ktime_get_ns();
+		stacks = wants_tick_stacks(r, now);
+	}
+	if (!changed && !stacks)
 		return 0;
+	/* Walked before the claim, as at a switch-out: a walk is slow next to the stores. */
+	if (stacks) {
+		if (tick_stacks & TC_TICK_KERNEL_STACK)
+			kstack = stack_of(ctx, 0);
+		if ((tick_stacks & TC_TICK_USER_STACK) && !(task->flags & PF_KTHREAD))
+			ustack = stack_of(ctx, BPF_F_USER_STACK);
+	}
 	/* In hard interrupt context, perhaps inside a write of this very record: a refresh,
 	 * so it backs off from any writer. The next timer does it. */
 	c = claim(r, TC_CLAIM_TRY);
 	if (!c)
 		return 0;
-	now = bpf_ktime_get_ns();
-	if (r->live.state != TC_ON_CPU)
-		unseen_switch_in(r, task, now);
-	keep_tick(r, now);
-	r->live.cpu = cpu;
-	r->live.cpu_ns += exec - r->exec_ns;
-	r->live.cpu_at_ns = now;
-	r->exec_ns = exec;
+	if (!now)
+		now = bpf_ktime_get_ns();
+	if (changed) {
+		if (r->live.state != TC_ON_CPU)
+			unseen_switch_in(r, task, now);
+		keep_tick(r, now);
+		r->live.cpu = cpu;
+		r->live.cpu_ns += exec - r->exec_ns;
+		r->live.cpu_at_ns = now;
+		r->exec_ns = exec;
+	} else {
+		keep_tick(r, now);
+	}
+	if (stacks && r->tick_ns == tick_ns && r->at_tick.state == TC_ON_CPU) {
+		r->at_tick.kstack = kstack;
+		r->at_tick.ustack = ustack;
+		r->stacks_at_tick = 1;
+	}
 	write_end(r, c);
 	return 0;
 }

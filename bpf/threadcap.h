@@ -33,6 +33,12 @@ enum tc_counter : __u32 {
 	TC_NR_COUNTERS = 9,
 };
 
+/* tick_stacks: which stacks of a thread on CPU at a tick are taken. */
+enum tc_tick_stack : __u8 {
+	TC_TICK_KERNEL_STACK = 1,
+	TC_TICK_USER_STACK = 2,
+};
+
 /* Frames kept per stack, the few frames of the sched_switch hook and the scheduler included. */
 #define TC_STACK_DEPTH 48
 
@@ -88,7 +94,9 @@ struct record {
 	__u32 seq;
 	__u32 tid;       /* 0: free slot */
 	__u32 tgid;
-	__u32 exec_gen;  /* bumped by every exec, so user space refreshes process context */
+	__u16 exec_gen;  /* bumped by every exec, so user space refreshes process context */
+	__u8 stacks_at_tick; /* 1: at_tick's stacks were taken on CPU at the tick (on_timer) */
+	__u8 pad0;
 	__u64 start_ns;  /* task start time (CLOCK_MONOTONIC): tells a reused tid apart */
 	__u64 cgroup_id; /* cgroup v2 id (the inode of its cgroupfs directory) */
 	__u64 exec_ns;   /* the task's se.sum_exec_runtime at the last switch seen (in or out) */

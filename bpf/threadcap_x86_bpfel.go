@@ -14,18 +14,20 @@ import (
 )
 
 type threadcapRecord struct {
-	_        structs.HostLayout
-	Seq      uint32
-	Tid      uint32
-	Tgid     uint32
-	ExecGen  uint32
-	StartNs  uint64
-	CgroupId uint64
-	ExecNs   uint64
-	TickNs   uint64
-	Comm     [16]uint8
-	Live     threadcapTcView
-	AtTick   threadcapTcView
+	_            structs.HostLayout
+	Seq          uint32
+	Tid          uint32
+	Tgid         uint32
+	ExecGen      uint16
+	StacksAtTick uint8
+	Pad0         uint8
+	StartNs      uint64
+	CgroupId     uint64
+	ExecNs       uint64
+	TickNs       uint64
+	Comm         [16]uint8
+	Live         threadcapTcView
+	AtTick       threadcapTcView
 }
 
 type threadcapTaskSlot struct {
@@ -122,6 +124,13 @@ const (
 	threadcapTcStateTC_DEAD            threadcapTcState = 5
 )
 
+type threadcapTcTickStack uint8
+
+const (
+	threadcapTcTickStackTC_TICK_KERNEL_STACK threadcapTcTickStack = 1
+	threadcapTcTickStackTC_TICK_USER_STACK   threadcapTcTickStack = 2
+)
+
 type threadcapTcView struct {
 	_         structs.HostLayout
 	SinceNs   uint64
@@ -173,6 +182,7 @@ const (
 	threadcapVarSpansOn         = "spans_on"
 	threadcapVarStackStates     = "stack_states"
 	threadcapVarTickNs          = "tick_ns"
+	threadcapVarTickStacks      = "tick_stacks"
 	threadcapVarUserStacks      = "user_stacks"
 )
 
@@ -256,6 +266,7 @@ type threadcapVariableSpecs struct {
 	SpansOn         *ebpf.VariableSpec `ebpf:"spans_on"`
 	StackStates     *ebpf.VariableSpec `ebpf:"stack_states"`
 	TickNs          *ebpf.VariableSpec `ebpf:"tick_ns"`
+	TickStacks      *ebpf.VariableSpec `ebpf:"tick_stacks"`
 	UserStacks      *ebpf.VariableSpec `ebpf:"user_stacks"`
 }
 
@@ -316,6 +327,7 @@ type threadcapVariables struct {
 	SpansOn         *ebpf.Variable `ebpf:"spans_on"`
 	StackStates     *ebpf.Variable `ebpf:"stack_states"`
 	TickNs          *ebpf.Variable `ebpf:"tick_ns"`
+	TickStacks      *ebpf.Variable `ebpf:"tick_stacks"`
 	UserStacks      *ebpf.Variable `ebpf:"user_stacks"`
 }
 

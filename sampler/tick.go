@@ -293,7 +293,7 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 			row.Cgroup = proc.Cgroup
 		}
 	}
-	s.addStack(&row, th)
+	s.addStack(&row, th, mono)
 	if s.io != nil {
 		s.io.fill(&row, th, mono)
 	}
@@ -315,23 +315,28 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 	}
 }
 
-// addStack gives an off-CPU row the stack captured when its thread went off CPU, and the
-// function it waits in. A record's stack is from its last switch-out, so only a row in
-// that same state, at the tick, gets it.
-func (s *Sampler) addStack(row *state.Sample, th *state.Thread) {
+// addStack gives a row the stacks of its thread: for an off-CPU row, those captured when
+// the thread went off CPU, and the function it waits in; a record's stack is from its last
+// switch-out, so only a row in that same state, at the tick, gets it. For an on-CPU row,
+// those the kernel side took while the thread ran, just after the tick mono (TickStacks).
+func (s *Sampler) addStack(row *state.Sample, th *state.Thread, mono uint64) {
 	if s.kstacks == nil || (th.KernelStack == 0 && th.UserStack == 0) || row.State != th.State {
 		return
 	}
-	if row.State != state.Sleeping && row.State != state.Uninterruptible {
+	since := th.SinceNs
+	switch {
+	case row.State == state.OnCPU && th.TickStacks:
+		since = mono
+	case row.State != state.Sleeping && row.State != state.Uninterruptible:
 		return
 	}
-	if th.KernelStack != 0 && s.stackValid(th.KernelStack, th.SinceNs) {
+	if th.KernelStack != 0 && s.stackValid(th.KernelStack, since) {
 		ks := s.kstacks.Get(th.KernelStack)
 		if ks.Stack != nil {
 			row.KernelStack, row.Wchan = ks.Stack, ks.Wchan
 		}
 	}
-	if th.UserStack != 0 && s.stackValid(th.UserStack, th.SinceNs) {
+	if th.UserStack != 0 && s.stackValid(th.UserStack, since) {
 		row.UserStack = s.ustacks.Get(th, row.Time)
 	}
 }

@@ -44,6 +44,9 @@ type Thread struct {
 	// KernelStack and UserStack are the stack ids (+1; 0: none) captured when the thread
 	// last switched out to State, if stacks are captured for that state.
 	KernelStack, UserStack uint16
+	// TickStacks says KernelStack and UserStack were taken while the thread ran, at the
+	// first timer on its CPU after the tick (see bpf's tick_stacks), not at a switch-out.
+	TickStacks bool
 	// Seeded is set for a thread read from /proc that the kernel side has not observed yet.
 	Seeded bool
 	// Wchan is the kernel function a seeded thread waits in, from /proc.

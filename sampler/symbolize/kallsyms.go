@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // kernelSymbols resolves kernel text addresses to function names, from /proc/kallsyms.
@@ -115,6 +116,27 @@ func (k *kernelSymbols) name(ip uint64) string {
 func (k *kernelSymbols) inScheduler(ip uint64) bool {
 	return ip >= k.schedStart && ip < k.schedEnd
 }
+
+// interruptedFrames drops, from a stack taken by a timer (innermost first), the frames of
+// the hook and of the interrupt that ran it, through its entry: what is left is the code
+// the interrupt stopped, empty when that was user code. ok is false when the stack has no
+// interrupt entry.
+func (k *kernelSymbols) interruptedFrames(ips []uint64) (rest []uint64, ok bool) {
+	for i, ip := range ips {
+		name := k.name(ip)
+		for _, entry := range interruptEntries {
+			if strings.HasPrefix(name, entry) {
+				return ips[i+1:], true
+			}
+		}
+	}
+	return ips, false
+}
+
+// interruptEntries start the names of the kernel's interrupt entry points: x86's
+// asm_sysvec_apic_timer_interrupt and asm_common_interrupt, arm64's el1h_64_irq (from
+// kernel code) and el0t_64_irq (from user code).
+var interruptEntries = []string{"asm_sysvec_", "asm_common_interrupt", "el1h_64_irq", "el0t_64_irq"}
 
 // waitFrames drops, from a stack taken at a switch-out (innermost first), the frames of
 // the hook itself and the scheduler's, leaving the stack of what the thread waits in: its

@@ -80,15 +80,24 @@ func (k *KernelStacks) Get(id uint16) KernelStack {
 		k.log.WithError(err).Debug("reading a stack failed")
 		return KernelStack{}
 	}
-	ips = k.syms.waitFrames(ips)
+	// A stack taken by a timer on CPU shows the code interrupted, and waits in nothing;
+	// one taken at a switch-out, what the thread waits in.
+	ips, running := k.syms.interruptedFrames(ips)
+	if !running {
+		ips = k.syms.waitFrames(ips)
+	}
 	if len(ips) == 0 {
+		k.byID[id] = KernelStack{}
 		return KernelStack{}
 	}
 	frames := make([]string, len(ips))
 	for i, ip := range ips {
 		frames[len(ips)-1-i] = k.syms.name(ip)
 	}
-	ks := KernelStack{Stack: state.NewStack(frames), Wchan: frames[len(frames)-1]}
+	ks := KernelStack{Stack: state.NewStack(frames)}
+	if !running {
+		ks.Wchan = frames[len(frames)-1]
+	}
 	k.byID[id] = ks
 	return ks
 }
