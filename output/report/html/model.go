@@ -72,13 +72,19 @@ type page struct {
 }
 
 // cube is the window's rows summed by bucket and by every cube column. Values are
-// dictionary-coded: a cell holds the bucket's index, the index of each column's value in
-// Values, then rows (active threads' rows, as report counts them) and CPU µs.
+// dictionary-coded: a cell holds the bucket's index, the index of its value of each of Dims
+// in Values, the index of its thread in Threads, then rows (active sessions' rows, as
+// report counts them) and CPU µs. A thread's columns (ThreadDims) are coded once in
+// Threads, not in each of its cells.
 type cube struct {
-	Dims    []string   `json:"dims"`
-	Values  [][]string `json:"values"`
-	Buckets []bucket   `json:"buckets"`
-	Cells   [][]int64  `json:"cells"`
+	Dims []string `json:"dims"`
+	// Values has a list for each of Dims, then one for each of ThreadDims.
+	Values     [][]string `json:"values"`
+	ThreadDims []string   `json:"thread_dims"`
+	// Threads are indices into Values' lists of ThreadDims.
+	Threads [][]int64 `json:"threads"`
+	Buckets []bucket  `json:"buckets"`
+	Cells   [][]int64 `json:"cells"`
 }
 
 type bucket struct {
@@ -90,15 +96,37 @@ type bucket struct {
 	Hist [][2]int64 `json:"hist,omitempty"`
 }
 
-// buildCube turns a timeline with bucket groups into the cube.
+// buildCube turns a timeline with bucket groups by cubeColumns into the cube.
 func buildCube(r *report.Result) cube {
 	// Empty lists, not null, for the script.
-	c := cube{Dims: r.By, Values: make([][]string, len(r.By)), Buckets: []bucket{}, Cells: [][]int64{}}
-	index := make([]map[string]int64, len(r.By))
+	c := cube{Dims: slices.Concat(Columns, stackColumns), ThreadDims: threadColumns, Threads: [][]int64{},
+		Buckets: []bucket{}, Cells: [][]int64{}}
+	lists := len(c.Dims) + len(c.ThreadDims)
+	c.Values = make([][]string, lists)
+	index := make([]map[string]int64, lists)
 	for i := range index {
 		index[i] = map[string]int64{}
 		c.Values[i] = []string{}
 	}
+	// list is where each of r.By's values goes: its list of Values.
+	list := make([]int, len(r.By))
+	for i, col := range r.By {
+		if k := slices.Index(c.Dims, col); k >= 0 {
+			list[i] = k
+		} else {
+			list[i] = len(c.Dims) + slices.Index(c.ThreadDims, col)
+		}
+	}
+	code := func(l int, v string) int64 {
+		n, ok := index[l][v]
+		if !ok {
+			n = int64(len(c.Values[l]))
+			index[l][v] = n
+			c.Values[l] = append(c.Values[l], v)
+		}
+		return n
+	}
+	threads := map[string]int64{}
 	for bi, b := range r.Timeline {
 		start, end := b.Start, b.Start.Add(r.Step)
 		start = later(start, r.Window.From)
@@ -113,18 +141,25 @@ func buildCube(r *report.Result) cube {
 		}
 		c.Buckets = append(c.Buckets, bk)
 		for _, g := range b.Groups {
-			cell := make([]int64, 0, len(g.Values)+3)
-			cell = append(cell, int64(bi))
+			cell := make([]int64, 1+len(c.Dims), len(c.Dims)+4)
+			cell[0] = int64(bi)
+			thread := make([]int64, len(c.ThreadDims))
 			for i, v := range g.Values {
-				n, ok := index[i][v]
-				if !ok {
-					n = int64(len(c.Values[i]))
-					index[i][v] = n
-					c.Values[i] = append(c.Values[i], v)
+				n := code(list[i], v)
+				if l := list[i]; l < len(c.Dims) {
+					cell[1+l] = n
+				} else {
+					thread[l-len(c.Dims)] = n
 				}
-				cell = append(cell, n)
 			}
-			c.Cells = append(c.Cells, append(cell, g.Rows, g.CPUUs))
+			key := fmt.Sprint(thread)
+			ref, ok := threads[key]
+			if !ok {
+				ref = int64(len(c.Threads))
+				threads[key] = ref
+				c.Threads = append(c.Threads, thread)
+			}
+			c.Cells = append(c.Cells, append(cell, ref, g.Rows, g.CPUUs))
 		}
 	}
 	return c

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/threadcap/threadcap/output/hourfile"
@@ -59,7 +60,8 @@ func Write(w io.Writer, dir string, q report.Query, opts Options) error {
 func build(dir string, q report.Query, opts Options) (*page, error) {
 	p := &page{Version: echarts.Version, Host: opts.Host, CPUs: opts.CPUs, Columns: Columns,
 		States: report.TimelineStates(), Where: q.Where, Files: []string{}, Lacks: []string{}, Frames: map[string]string{},
-		Heatmaps: []heatmap{}, Cube: cube{Dims: []string{}, Values: [][]string{}, Buckets: []bucket{}, Cells: [][]int64{}}}
+		Heatmaps: []heatmap{}, Cube: cube{Dims: []string{}, Values: [][]string{}, ThreadDims: []string{}, Threads: [][]int64{},
+			Buckets: []bucket{}, Cells: [][]int64{}}}
 	if p.Where == nil {
 		p.Where = []report.Match{}
 	}
@@ -135,7 +137,7 @@ func usedFrames(files []string, c cube) (map[string]string, error) {
 	}
 	used := map[string]string{}
 	for i, dim := range c.Dims {
-		if dim != "kernel_stack" && dim != "user_stack" {
+		if !slices.Contains(stackColumns, dim) {
 			continue
 		}
 		for _, hash := range c.Values[i] {

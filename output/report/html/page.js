@@ -51,8 +51,12 @@
   const C = D.cube;
   const dim = {};
   C.dims.forEach((d, i) => { dim[d] = i + 1; }); // a cell's column index: 0 is the bucket
-  const ROWS = C.dims.length + 1;
-  const CPU = C.dims.length + 2;
+  const nd = C.dims.length;
+  const TH = nd + 1; // the cell's thread, in C.threads
+  const ROWS = nd + 2;
+  const CPU = nd + 3;
+  const tdim = {};
+  C.thread_dims.forEach((d, k) => { tdim[d] = k; });
   const nb = C.buckets.length;
   // The states the rows hold, those the timeline names first, in its order.
   const stateNames = C.values[dim.state - 1];
@@ -60,7 +64,11 @@
     .concat(stateNames.filter((s) => !D.states.includes(s) && s !== 'dead')); // a dead row is no active thread
   const S = { lo: 0, hi: nb - 1, filters: [], groupBy: D.columns[0], stackBy: 'state', flamePath: [], search: '' };
 
-  function value(col, cell) { return C.values[dim[col] - 1][cell[dim[col]]]; }
+  function value(col, cell) {
+    if (col in dim) return C.values[dim[col] - 1][cell[dim[col]]];
+    const k = tdim[col];
+    return C.values[nd + k][C.threads[cell[TH]][k]];
+  }
 
   // The filters as report applies --where: values of one column are alternatives, columns
   // must all match.
@@ -459,12 +467,11 @@
   const lanes = echarts.init($('threads'), null, { renderer: 'canvas' });
   const LANES = 16;
   function drawThreads(cells) {
-    const jt = dim.tid;
     const byTid = new Map();
     for (const c of cells) {
       if (c[ROWS] === 0) continue;
-      let t = byTid.get(c[jt]);
-      if (!t) { t = { rows: 0, cell: c, buckets: new Map() }; byTid.set(c[jt], t); }
+      let t = byTid.get(c[TH]);
+      if (!t) { t = { rows: 0, cell: c, buckets: new Map() }; byTid.set(c[TH], t); }
       t.rows += c[ROWS];
       let b = t.buckets.get(c[0]);
       if (!b) { b = new Map(); t.buckets.set(c[0], b); }
