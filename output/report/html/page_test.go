@@ -3,7 +3,9 @@
 package html
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,5 +52,35 @@ func TestStepKeepsBucketsFew(t *testing.T) {
 		if got := Step(w); got != tc.want {
 			t.Errorf("Step(%v) = %v, want %v", tc.window, got, tc.want)
 		}
+	}
+}
+
+// A damaged hour (a line cut short, as a crash leaves one) renders what it holds, and the
+// header names the file.
+func TestDamagedFileRendersWhatItHolds(t *testing.T) {
+	dir := writeHour(t, 30, hostileRows)
+	samples := filepath.Join(dir, hourfile.Samples.Name(first, hourfile.CSV))
+	b, err := os.ReadFile(samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	lines[10] = lines[10][:len(lines[10])/2] + "\n"
+	if err := os.WriteFile(samples, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := build(dir, report.Query{Window: report.Window{From: first, To: first.Add(time.Minute)}}, Options{Host: "h", CPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	for _, c := range p.Cube.Cells {
+		rows += c[len(c)-2]
+	}
+	if rows != 149 || p.Empty != "" {
+		t.Errorf("the damaged hour gave %d rows (empty: %q); want the 149 undamaged", rows, p.Empty)
+	}
+	if !strings.Contains(strings.Join(p.Lacks, "\n"), samples) {
+		t.Errorf("the header's lacks %q do not name the damaged file", p.Lacks)
 	}
 }
