@@ -70,6 +70,17 @@ func AppendCSV(dst []byte, s *state.Sample) []byte {
 	}
 	dst = hourfile.AppendText(append(dst, ','), s.SpanArg)
 	dst = hourfile.AppendText(append(dst, ','), s.Cmdline)
+	dst = hourfile.AppendText(append(dst, ','), s.Container)
+	dst = hourfile.AppendText(append(dst, ','), s.PodUID)
+	dst = hourfile.AppendText(append(dst, ','), s.Unit)
+	if s.TCP.State == "" {
+		dst = append(dst, ",,,,,,,,"...)
+	} else {
+		dst = append(append(dst, ','), s.TCP.State...)
+		for _, v := range [...]int64{s.TCP.SrttUs, s.TCP.Retrans, s.TCP.Lost, s.TCP.Cwnd, s.TCP.Unacked, s.TCP.RcvQueue, s.TCP.SndQueue} {
+			dst = strconv.AppendInt(append(dst, ','), v, 10)
+		}
+	}
 	return append(dst, '\n')
 }
 

@@ -11,7 +11,7 @@ import (
 // SchemaVersion is the version of the column layout below. It changes whenever a column is
 // added, removed, renamed, reordered or changes type, so that saved queries can tell which
 // files they understand.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // Column describes one CSV column: what analysts need to load it and what DBAs need to read
 // it.
@@ -69,6 +69,17 @@ var Columns = []Column{
 	{"span_us", typeBigint, "µs", "How long the thread had been in span at the tick; empty when no span."},
 	{"span_arg", typeVarchar, "", "The string argument span's start captured (its first 127 bytes), such as the query text; empty when none." + hourfile.TextNote},
 	{"cmdline", typeVarchar, "", "The process's command line, arguments joined by spaces, at most 256 bytes; read once per process and again at most every 5 s while it has rows (PostgreSQL backends show user, database, client and state there)." + hourfile.TextNote},
+	{"container", typeVarchar, "", "Container of the thread, from its cgroup: runtime:short id (docker, containerd, crio, podman; cri when a kubepods path does not name the runtime) with 12 hex digits as docker ps shows, or runtime:name for nspawn and lxc; empty outside containers." + hourfile.TextNote},
+	{"pod_uid", typeVarchar, "", "UID of the Kubernetes pod of the thread, from its kubepods cgroup; empty outside pods."},
+	{"unit", typeVarchar, "", "Innermost systemd unit or scope of the thread's cgroup, such as mysql.service or session-3.scope; empty when none." + hourfile.TextNote},
+	{"tcp_state", typeVarchar, "", "State of the TCP socket the syscall's file descriptor is (the rows whose fd_target is tcp or tcp6), at the tick, as ss names it: ESTABLISHED, CLOSE_WAIT...; empty for other rows, as are the tcp_ columns after it."},
+	{"tcp_srtt_us", typeBigint, "µs", "That connection's smoothed round-trip time (ss -ti's rtt)."},
+	{"tcp_retrans", typeBigint, "segments", "That connection's retransmissions since it opened (ss -ti's retrans total)."},
+	{"tcp_lost", typeBigint, "segments", "That connection's segments presumed lost at the tick."},
+	{"tcp_cwnd", typeBigint, "segments", "That connection's congestion window."},
+	{"tcp_unacked", typeBigint, "segments", "That connection's segments sent and not yet acknowledged."},
+	{"tcp_rcv_queue", typeBigint, "bytes", "Bytes received on that connection and not yet read (ss's Recv-Q)."},
+	{"tcp_snd_queue", typeBigint, "bytes", "Bytes written to that connection and not yet acknowledged (ss's Send-Q)."},
 }
 
 // StackColumns is the layout of every stacks file: a stack's hash, as rows show it, and its

@@ -178,6 +178,9 @@ type Sampler struct {
 	updates  updates
 	losses   losses
 	spans    spans
+
+	// workloads names the container, pod and unit of each cgroup path.
+	workloads *procinfo.Workloads
 }
 
 // New makes a Sampler reading src and writing to sink.
@@ -218,6 +221,7 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 		losses:  newLosses(cfg.StackEntries),
 		spans:   spans{open: map[uint32]openSpan{}},
 	}
+	s.workloads = procinfo.NewWorkloads()
 	if cfg.IO != nil {
 		s.io = newIORequests(cfg.IO, cfg.Sys, cfg.Log)
 		if ios, ok := sink.(IOSink); ok {

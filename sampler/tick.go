@@ -292,6 +292,8 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 		if row.Cgroup == "" {
 			row.Cgroup = proc.Cgroup
 		}
+		w := s.workloads.Of(row.Cgroup)
+		row.Container, row.PodUID, row.Unit = w.Container, w.PodUID, w.Unit
 	}
 	s.addStack(&row, th, mono)
 	if s.io != nil {

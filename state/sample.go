@@ -60,4 +60,21 @@ type Sample struct {
 	SpanArg string
 	// Cmdline is the process's command line, its arguments joined by spaces.
 	Cmdline string
+	// Container, PodUID and Unit are whose the thread is, as its Cgroup tells (see
+	// procinfo.ParseCgroup): the runtime and short id or name of the innermost container,
+	// the Kubernetes pod's UID and the innermost systemd unit; "" when it does not say.
+	Container, PodUID, Unit string
+	// TCP is the TCP socket the syscall's file descriptor is, at the tick; its State is ""
+	// for every other row.
+	TCP TCPInfo
+}
+
+// TCPInfo is a TCP connection as the kernel's tcp_info shows it (ss -ti).
+type TCPInfo struct {
+	State string // ESTABLISHED, CLOSE_WAIT..., as ss names states; "" for none
+	// SrttUs is the smoothed round-trip time; Retrans the retransmissions of the whole
+	// connection, Lost the segments presumed lost now; Cwnd the congestion window and
+	// Unacked the segments sent and not acknowledged; RcvQueue the bytes received and not
+	// read, SndQueue the bytes written and not acknowledged.
+	SrttUs, Retrans, Lost, Cwnd, Unacked, RcvQueue, SndQueue int64
 }

@@ -43,7 +43,8 @@ var awkward = []struct {
 	}), map[string]any{"process": "my,proc", "thread": `say "hi"`, "user": "'=1+1", "exe": "/opt/a\nb/c", "wchan": "'@x"}},
 	{sample(func(s *state.Sample) {
 		s.Process, s.Thread, s.User, s.Exe = "'quoted", "bad\xffname", " space ", "/srv/журнал/-x"
-	}), map[string]any{"process": "''quoted", "thread": "bad\uFFFDname", "user": " space ", "exe": "/srv/журнал/-x"}},
+		s.Container, s.Unit, s.TCP = "lxc:=x,\"y\x1b", "-a.service", state.TCPInfo{}
+	}), map[string]any{"container": "lxc:=x,\"y\u241b", "unit": "'-a.service", "process": "''quoted", "thread": "bad\uFFFDname", "user": " space ", "exe": "/srv/журнал/-x"}},
 	{sample(func(s *state.Sample) {
 		s.Syscall, s.SyscallUs, s.SyscallCPUUs, s.StateUs, s.CPU = "", state.Unknown, state.Unknown, state.Unknown, state.Unknown
 		s.Voluntary, s.Involuntary, s.Seeded, s.Wchan = state.Unknown, state.Unknown, true, "do_epoll_wait"
@@ -66,6 +67,9 @@ func sample(change func(*state.Sample)) state.Sample {
 		Voluntary:   3, Involuntary: 1, Exe: "/usr/sbin/mysqld", Cgroup: "/system.slice/mysql.service",
 		FdTarget:    "/var/lib/mysql/ibdata1",
 		KernelStack: state.NewStack([]string{"entry_SYSCALL_64", "do_syscall_64", "ksys_pread64", "filemap_read"}),
+		Container:   "containerd:3f4e5a6b7c8d", PodUID: "1f2e3d4c-5b6a-4798-8a7b-6c5d4e3f2a1b", Unit: "mysql.service",
+		TCP: state.TCPInfo{State: "ESTABLISHED", SrttUs: 212345, Retrans: 17, Lost: 3, Cwnd: 10, Unacked: 9,
+			RcvQueue: 0, SndQueue: 123456},
 	}
 	change(&s)
 	return s
@@ -90,6 +94,15 @@ func expected(s state.Sample, texts map[string]any) map[string]any {
 	}
 	if s.KernelStack != nil {
 		row["kernel_stack"] = s.KernelStack.Hash
+	}
+	row["container"], row["pod_uid"], row["unit"] = text(s.Container), text(s.PodUID), text(s.Unit)
+	row["tcp_state"] = text(s.TCP.State)
+	for name, v := range map[string]int64{"tcp_srtt_us": s.TCP.SrttUs, "tcp_retrans": s.TCP.Retrans, "tcp_lost": s.TCP.Lost,
+		"tcp_cwnd": s.TCP.Cwnd, "tcp_unacked": s.TCP.Unacked, "tcp_rcv_queue": s.TCP.RcvQueue, "tcp_snd_queue": s.TCP.SndQueue} {
+		row[name] = nil
+		if s.TCP.State != "" {
+			row[name] = v
+		}
 	}
 	for i, name := range []string{"on_cpu_us", "runnable_us", "sleeping_us", "uninterruptible_us", "stopped_us"} {
 		row[name] = nullable(s.StateTimeUs[i])
