@@ -14,6 +14,9 @@ require (
 
 require gopkg.in/yaml.v3 v3.0.1
 
+// User stacks name C++ and Rust functions as their source does.
+require github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
+
 // The HTML report's tests drive a headless Chromium.
 require (
 	github.com/chromedp/cdproto v0.0.0-20250403032234-65de8f5d025b

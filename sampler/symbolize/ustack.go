@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ianlancetaylor/demangle"
 	"github.com/prometheus/procfs"
 
 	"github.com/threadcap/threadcap/sampler/procinfo"
@@ -29,6 +30,10 @@ type procUser struct {
 	maps    []*procfs.ProcMap // sorted by start; read when a stack needs them
 	byID    map[uint16]*state.Stack
 	used    time.Time
+	// perf is its perf map (JIT code), looked for at its first frame in anonymous memory;
+	// perfRead says it was.
+	perf     *perfMap
+	perfRead bool
 }
 
 // UserStacks symbolizes user-space stacks: per process, as the same addresses mean other
@@ -83,26 +88,48 @@ func (u *UserStacks) Get(th *state.Thread, now time.Time) *state.Stack {
 	return st
 }
 
-// frame names the function at ip in process pid: its symbol, or the file's name in
-// brackets when it has none, [anon] for anonymous memory (JIT code), [unknown] otherwise.
+// frame names the function at ip in process pid: its symbol (C++ and Rust names
+// demangled, without their parameters), the process's perf map's name for code it
+// generated (JIT), or, when nothing names it, where it is: the file's name and the offset
+// in it ("libc.so.6+0x2a1c0"), the mapping's ("[anon]+0x1f40", "[stack]+0x10"), or the
+// address itself. A frame is never dropped.
 func (u *UserStacks) frame(pid int32, p *procUser, ip uint64, now time.Time) string {
 	m := p.mapping(ip)
 	if m == nil {
 		// Mapped since the maps were read (a library loaded later): read them again.
 		p.maps = u.readMaps(pid)
 		if m = p.mapping(ip); m == nil {
-			return "[unknown]"
+			return fmt.Sprintf("%#x", ip)
 		}
 	}
+	off := ip - uint64(m.StartAddr) + uint64(m.Offset)
 	if m.Pathname == "" || m.Pathname[0] == '[' {
-		return "[anon]"
+		if !p.perfRead {
+			p.perf, p.perfRead = newPerfMap(u.procRoot, pid), true
+		}
+		if p.perf != nil {
+			if name := p.perf.name(ip); name != "" {
+				return name
+			}
+		}
+		module := m.Pathname
+		if module == "" {
+			module = "[anon]"
+		}
+		return fmt.Sprintf("%s+%#x", module, ip-uint64(m.StartAddr))
 	}
 	if syms := u.symbols(pid, m, now); syms != nil {
-		if name := syms.name(ip - uint64(m.StartAddr) + uint64(m.Offset)); name != "" {
-			return name
+		if name := syms.name(off); name != "" {
+			return demangled(name)
 		}
 	}
-	return "[" + filepath.Base(m.Pathname) + "]"
+	return fmt.Sprintf("%s+%#x", filepath.Base(m.Pathname), off)
+}
+
+// demangled is a C++ or Rust symbol's name as its source says it, without parameters
+// (templates kept: "std::vector<int>::push_back"); any other name as it is.
+func demangled(name string) string {
+	return demangle.Filter(name, demangle.NoParams)
 }
 
 func (p *procUser) mapping(ip uint64) *procfs.ProcMap {

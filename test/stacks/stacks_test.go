@@ -7,12 +7,15 @@ package stacks
 import (
 	"bufio"
 	"encoding/csv"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,80 +31,31 @@ import (
 // rows, a stack naming the phase that its own log says ran at the tick's instant.
 func TestStacksAtTheTick(t *testing.T) {
 	privileged.Require(t)
-	tmp := t.TempDir()
-	prog := filepath.Join(tmp, "spinners")
-	if out, err := exec.Command("cc", "-O1", "-fno-omit-frame-pointer", "-pthread", "-o", prog, "testdata/spinners.c").CombinedOutput(); err != nil {
-		t.Fatalf("building spinners: %v\n%s", err, out)
-	}
-	bin, err := daemontest.Build(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(tmp, "data")
-	cfg := filepath.Join(tmp, "threadcap.yaml")
-	if err := os.WriteFile(cfg, []byte("dir: "+dir+"\nstacks:\n  user: true\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
+	prog := build(t, "cc", "testdata/spinners.c")
 	spin := exec.Command(prog, "8")
 	phases, err := spin.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := spin.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { spin.Process.Kill(); spin.Wait() })
 	var switches []phaseSwitch
 	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		sc := bufio.NewScanner(phases)
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) == 2 {
-				us, _ := strconv.ParseInt(f[0], 10, 64)
-				switches = append(switches, phaseSwitch{at: us, fn: f[1]})
+	rows, frames := record(t, spin, func() {
+		go func() {
+			defer close(read)
+			sc := bufio.NewScanner(phases)
+			for sc.Scan() {
+				f := strings.Fields(sc.Text())
+				if len(f) == 2 {
+					us, _ := strconv.ParseInt(f[0], 10, 64)
+					switches = append(switches, phaseSwitch{at: us, fn: f[1]})
+				}
 			}
-		}
-	}()
+		}()
+	}, func() { <-read })
 
-	daemon := exec.Command(bin, "run", "--config", cfg, "--hz", "20", "--pid", strconv.Itoa(spin.Process.Pid), "--log-level", "warn")
-	notify := filepath.Join(tmp, "notify")
-	conn := daemontest.ListenNotify(t, notify)
-	daemon.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify)
-	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			daemon.Process.Kill()
-			daemon.Wait()
-		}
-	})
-	if got := daemontest.Receive(t, conn, time.Minute); got != "READY=1" {
-		t.Fatalf("threadcap said %q, want READY=1", got)
-	}
-	<-read
-	if err := spin.Wait(); err != nil {
-		t.Fatalf("spinners: %v", err)
-	}
-	daemon.Process.Signal(syscall.SIGTERM)
-	stopped = true
-	if err := daemon.Wait(); err != nil {
-		t.Fatalf("threadcap run: %v", err)
-	}
-
-	stacks := readTable(t, dir, hourfile.Stacks)
-	frames := map[string][]string{}
-	for _, s := range stacks {
-		frames[s["hash"]] = strings.Split(s["frames"], ";")
-	}
 	type tally struct{ onCPU, right int }
 	got := map[string]*tally{"alpha": {}, "beta": {}, "alternate": {}}
-	for _, r := range readTable(t, dir, hourfile.Samples) {
+	for _, r := range rows {
 		tl := got[r["thread"]]
 		if tl == nil || r["state"] != "on_cpu" {
 			continue
@@ -118,7 +72,7 @@ func TestStacksAtTheTick(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := phaseAt(switches, at.UnixMicro()); want != "" && contains(st, want) {
+			if want := phaseAt(switches, at.UnixMicro()); want != "" && slices.Contains(st, want) {
 				tl.right++
 			}
 		}
@@ -138,6 +92,159 @@ func TestStacksAtTheTick(t *testing.T) {
 	}
 }
 
+// TestFrameNames: the functions of a C++ template, a Go program and JavaScript compiled by
+// Node's JIT (named through its perf map) are named in their spinners' user stacks.
+func TestFrameNames(t *testing.T) {
+	privileged.Require(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("no node to run JIT code: apt-get install nodejs")
+	}
+	for _, c := range []struct {
+		name string
+		cmd  func() *exec.Cmd
+		want string
+	}{
+		{"c++", func() *exec.Cmd { return exec.Command(build(t, "g++", "testdata/templated.cpp"), "4") }, "work::spin<long>"},
+		{"go", func() *exec.Cmd { return exec.Command(build(t, "go", "./testdata/gospin"), "4") }, "main.spinHere"},
+		{"node", func() *exec.Cmd {
+			return exec.Command(node, "--perf-basic-prof", "testdata/hot.js", "4")
+		}, "hotLoopForThreadcap"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rows, frames := record(t, c.cmd(), nil, nil)
+			var onCPU, named int
+			for _, r := range rows {
+				if r["state"] != "on_cpu" {
+					continue
+				}
+				onCPU++
+				for _, f := range frames[r["user_stack"]] {
+					if strings.Contains(f, c.want) {
+						named++
+						break
+					}
+				}
+			}
+			t.Logf("%d of %d on-CPU rows name %s; e.g. %v", named, onCPU, c.want, someStack(rows, frames))
+			if onCPU < 10 || named*2 < onCPU {
+				t.Errorf("%d of %d on-CPU rows name %s, want most of at least 10", named, onCPU, c.want)
+			}
+		})
+	}
+}
+
+// someStack is the user stack of the last on-CPU row that has one, for the log.
+func someStack(rows []map[string]string, frames map[string][]string) []string {
+	for i := len(rows) - 1; i >= 0; i-- {
+		if st := frames[rows[i]["user_stack"]]; rows[i]["state"] == "on_cpu" && st != nil {
+			return st
+		}
+	}
+	return nil
+}
+
+// build compiles a test program with frame pointers, so that user stacks walk through it.
+func build(t *testing.T, tool, src string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(strings.TrimSuffix(src, filepath.Ext(src))))
+	var cmd *exec.Cmd
+	switch tool {
+	case "go":
+		cmd = exec.Command("go", "build", "-o", bin, src)
+	default:
+		cmd = exec.Command(tool, "-O1", "-fno-omit-frame-pointer", "-pthread", "-o", bin, src)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", src, err, out)
+	}
+	return bin
+}
+
+// record starts prog, then the daemon (20 Hz, user stacks on) over prog's pid until prog
+// exits, and returns the rows and the stacks by hash (frames outermost first). started
+// runs once prog has started, before the daemon; done before prog is waited for.
+func record(t *testing.T, prog *exec.Cmd, started, done func()) ([]map[string]string, map[string][]string) {
+	t.Helper()
+	tmp := t.TempDir()
+	bin := daemonBinary(t)
+	dir := filepath.Join(tmp, "data")
+	cfg := filepath.Join(tmp, "threadcap.yaml")
+	if err := os.WriteFile(cfg, []byte("dir: "+dir+"\nstacks:\n  user: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := prog.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		prog.Process.Kill()
+		prog.Wait()
+		os.Remove(fmt.Sprintf("/tmp/perf-%d.map", prog.Process.Pid)) // node's, with --perf-basic-prof
+	})
+	if started != nil {
+		started()
+	}
+	daemon := exec.Command(bin, "run", "--config", cfg, "--hz", "20", "--pid", strconv.Itoa(prog.Process.Pid), "--log-level", "warn")
+	notify := filepath.Join(tmp, "notify")
+	conn := daemontest.ListenNotify(t, notify)
+	daemon.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify)
+	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			daemon.Process.Kill()
+			daemon.Wait()
+		}
+	})
+	if got := daemontest.Receive(t, conn, time.Minute); got != "READY=1" {
+		t.Fatalf("threadcap said %q, want READY=1", got)
+	}
+	if done != nil {
+		done()
+	}
+	if err := prog.Wait(); err != nil {
+		t.Fatalf("%s: %v", prog.Path, err)
+	}
+	daemon.Process.Signal(syscall.SIGTERM)
+	stopped = true
+	if err := daemon.Wait(); err != nil {
+		t.Fatalf("threadcap run: %v", err)
+	}
+	frames := map[string][]string{}
+	for _, s := range readTable(t, dir, hourfile.Stacks) {
+		frames[s["hash"]] = strings.Split(s["frames"], ";")
+	}
+	return readTable(t, dir, hourfile.Samples), frames
+}
+
+// binDir holds the threadcap binary the tests build; TestMain removes it.
+var binDir string
+
+func TestMain(m *testing.M) {
+	var err error
+	if binDir, err = os.MkdirTemp("", "threadcap-stacks-"); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
+// builtDaemon builds threadcap once for the package's tests.
+var builtDaemon = sync.OnceValues(func() (string, error) { return daemontest.Build(binDir) })
+
+func daemonBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := builtDaemon()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 // phaseSwitch is when the alternating thread began a phase, and in which function.
 type phaseSwitch struct {
 	at int64 // Unix µs
@@ -151,15 +258,6 @@ func phaseAt(switches []phaseSwitch, us int64) string {
 		return ""
 	}
 	return switches[i-1].fn
-}
-
-func contains(frames []string, fn string) bool {
-	for _, f := range frames {
-		if f == fn {
-			return true
-		}
-	}
-	return false
 }
 
 // readTable reads every hour file of kind in dir as maps from column to value.
