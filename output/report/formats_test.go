@@ -37,7 +37,8 @@ func recordHours(t *testing.T) string {
 			}
 		}
 		return rows
-	}, output.CompressGzip, "threadcap_samples_2026-11-21T13Z.csv.gz")
+	}, output.CompressGzip, "threadcap_samples_2026-11-21T13Z.csv.gz", "threadcap_ticks_2026-11-21T13Z.csv.gz",
+		"threadcap_stacks_2026-11-21T13Z.csv.gz")
 }
 
 // addMinutes writes a minute of spans and block I/O for each minute from 13:58 to 14:01.
@@ -274,4 +275,48 @@ func gz(t *testing.T, s string) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// TestDamagedTicksFile: an hour whose ticks file is cut short counts the ticks its rows
+// show where they are more, so that its averages do not grow with the damage; with every
+// tick holding a row, the answers are exactly those of the whole file, and the file is
+// named.
+func TestDamagedTicksFile(t *testing.T) {
+	dir := recordHours(t)
+	ticks := filepath.Join(dir, "threadcap_ticks_2026-11-21T13Z.csv.gz")
+	q := Query{Window: Window{From: start.Add(-90 * time.Second), To: start.Add(90 * time.Second)}, By: []string{"state", "syscall"}}
+	tq := q
+	tq.Step = StepSecond
+	want, err := Run(dir, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTimeline, err := Run(dir, tq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.ReadFile(ticks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ticks, whole[:len(whole)/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		q    Query
+		want *Result
+	}{{q, want}, {tq, wantTimeline}} {
+		got, err := Run(dir, tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Damaged) != 1 || got.Damaged[0].File != ticks || got.Damaged[0].Tail == "" {
+			t.Errorf("damaged %+v, want %s named with its unread tail", got.Damaged, ticks)
+		}
+		got.Damaged, got.Malformed = nil, 0
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("step %v: %d ticks, %d rows; want %d, %d: the rows' ticks make up for the damaged file's",
+				tc.q.Step, got.Ticks, got.Rows, tc.want.Ticks, tc.want.Rows)
+		}
+	}
 }

@@ -132,19 +132,22 @@ func Run(dir string, q Query) (*Result, error) {
 		return nil, err
 	}
 	s := newScan(q)
-	for _, f := range files {
-		s.rowTicks = len(ticks[f.Hour]) == 0
-		if err := s.file(f.Path); err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range files {
-		for _, path := range ticks[f.Hour] {
+	// Hour by hour: an hour's ticks come from its ticks file when it is whole.
+	for i := 0; i < len(files); {
+		hour := files[i].Hour
+		damaged := len(s.res.Damaged)
+		for _, path := range ticks[hour] {
 			if err := s.ticksFile(path); err != nil {
 				return nil, err
 			}
 		}
-		delete(ticks, f.Hour) // an hour both plain and compressed is listed twice
+		whole := len(ticks[hour]) > 0 && len(s.res.Damaged) == damaged
+		for ; i < len(files) && files[i].Hour.Equal(hour); i++ {
+			if err := s.file(files[i].Path); err != nil {
+				return nil, err
+			}
+		}
+		s.endHour(whole)
 	}
 	return s.result(files), nil
 }
@@ -161,7 +164,9 @@ type scan struct {
 	lastTime  time.Time // and its value
 	lastTick  time.Time // the last tick counted
 	lastValid bool
-	rowTicks  bool // the file's hour has no ticks file: count the ticks its rows show
+	// fileTicks and rowTicks count the current hour's ticks from its ticks file and from
+	// the times of its rows (see endHour).
+	fileTicks, rowTicks tickCount
 }
 
 func newScan(q Query) *scan {
@@ -200,9 +205,9 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 		b = s.bucket(t)
 	}
 	// A tick's rows are written together, so a new time is a new tick.
-	if s.rowTicks && !t.Equal(s.lastTick) {
+	if !t.Equal(s.lastTick) {
 		s.lastTick = t
-		s.countTick(b)
+		s.rowTicks.add(b)
 	}
 	for _, m := range l.where {
 		if !m.matches(fields) {
@@ -263,13 +268,6 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 	return true
 }
 
-func (s *scan) countTick(b *Bucket) {
-	s.res.Ticks++
-	if b != nil {
-		b.Ticks++
-	}
-}
-
 // ticksFile counts the ticks of one ticks file that fall in the window.
 func (s *scan) ticksFile(path string) error {
 	lost, err := readFile(path, &s.res.Damaged, nil, func(header [][]byte) error {
@@ -287,7 +285,7 @@ func (s *scan) ticksFile(path string) error {
 			if s.q.Step > 0 {
 				b = s.bucket(t)
 			}
-			s.countTick(b)
+			s.fileTicks.add(b)
 		}
 		return true
 	})
