@@ -181,6 +181,8 @@ type Sampler struct {
 
 	// workloads names the container, pod and unit of each cgroup path.
 	workloads *procinfo.Workloads
+	// tcp reads the TCP state of the sockets rows wait on.
+	tcp *procinfo.TCPStates
 }
 
 // New makes a Sampler reading src and writing to sink.
@@ -221,7 +223,7 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 		losses:  newLosses(cfg.StackEntries),
 		spans:   spans{open: map[uint32]openSpan{}},
 	}
-	s.workloads = procinfo.NewWorkloads()
+	s.workloads, s.tcp = procinfo.NewWorkloads(), procinfo.NewTCPStates(cfg.ProcRoot)
 	if cfg.IO != nil {
 		s.io = newIORequests(cfg.IO, cfg.Sys, cfg.Log)
 		if ios, ok := sink.(IOSink); ok {

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package procinfo
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/threadcap/threadcap/state"
+)
+
+// TCPStates tells the state of TCP sockets at a tick, by inode, as the kernel's sock_diag
+// reports it (what ss -ti shows). The kernel looks a socket up by its addresses, not by
+// inode, so the sockets of a network namespace are dumped, IPv4 and IPv6, once per tick
+// and only at a tick where a row waits on one of them; the dump is filtered in Go.
+type TCPStates struct {
+	procRoot  string
+	selfNetns uint64
+	byNetns   map[uint64]*netnsSockets
+	tick      time.Time // of the dumps held
+	swept     time.Time
+}
+
+// netnsSockets are one network namespace's: a sock_diag socket opened in it, and the
+// tick's dump.
+type netnsSockets struct {
+	fd      int
+	dumped  time.Time // the tick byIno is of; zero when not dumped at this one
+	byIno   map[uint32]state.TCPInfo
+	used    time.Time
+	seq     uint32
+	failed  bool // the dump failed at this tick: not tried again until the next
+	openErr error
+}
+
+// NewTCPStates reads sockets of the processes under /proc at procRoot.
+func NewTCPStates(procRoot string) *TCPStates {
+	c := &TCPStates{procRoot: procRoot, byNetns: map[uint64]*netnsSockets{}}
+	var st syscall.Stat_t
+	if syscall.Stat(filepath.Join(procRoot, "self", "ns", "net"), &st) == nil {
+		c.selfNetns = st.Ino
+	}
+	return c
+}
+
+// IsTCP says whether an fd_target is a TCP socket's (see socketTables.describe).
+func IsTCP(target string) bool {
+	return strings.HasPrefix(target, "tcp ") || strings.HasPrefix(target, "tcp6 ")
+}
+
+// Of is the state at tick of TCP socket ino, open in process pid; State is "" when it
+// cannot be told (the socket is gone, or the namespace cannot be entered).
+func (c *TCPStates) Of(pid int32, ino uint64, tick time.Time) state.TCPInfo {
+	if !tick.Equal(c.tick) {
+		c.tick = tick
+		c.expire(tick)
+	}
+	var st syscall.Stat_t
+	nsPath := filepath.Join(c.procRoot, strconv.Itoa(int(pid)), "ns", "net")
+	if err := syscall.Stat(nsPath, &st); err != nil {
+		return state.TCPInfo{}
+	}
+	ns := c.byNetns[st.Ino]
+	if ns == nil {
+		ns = &netnsSockets{fd: -1}
+		if st.Ino == c.selfNetns {
+			ns.fd, ns.openErr = diagSocket()
+		} else {
+			ns.fd, ns.openErr = diagSocketIn(nsPath)
+		}
+		c.byNetns[st.Ino] = ns
+	}
+	ns.used = tick
+	if ns.openErr != nil {
+		return state.TCPInfo{}
+	}
+	if !ns.dumped.Equal(tick) {
+		ns.dumped, ns.failed = tick, false
+		if err := ns.dump(); err != nil {
+			ns.failed = true
+		}
+	}
+	if ns.failed {
+		return state.TCPInfo{}
+	}
+	return ns.byIno[uint32(ino)]
+}
+
+// expire closes the sockets of namespaces no row has needed for IdleProcess (gone, most
+// likely: a socket held open keeps its namespace alive), at most once a minute.
+func (c *TCPStates) expire(now time.Time) {
+	if !SweepDue(&c.swept, now) {
+		return
+	}
+	for ino, ns := range c.byNetns {
+		if Idle(now, ns.used) {
+			ns.close()
+			delete(c.byNetns, ino)
+		}
+	}
+}
+
+// Close closes every sock_diag socket.
+func (c *TCPStates) Close() {
+	for ino, ns := range c.byNetns {
+		ns.close()
+		delete(c.byNetns, ino)
+	}
+}
+
+func (ns *netnsSockets) close() {
+	if ns.fd >= 0 {
+		unix.Close(ns.fd)
+		ns.fd = -1
+	}
+}
+
+// diagSocket opens a sock_diag netlink socket in the calling thread's network namespace.
+// A dump that does not answer within a second is an error, not a stuck sampler.
+func diagSocket() (int, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return -1, fmt.Errorf("opening a sock_diag socket: %w", err)
+	}
+	tv := unix.Timeval{Sec: 1}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// diagSocketIn opens a sock_diag socket in the network namespace at nsPath: a socket
+// stays in the namespace it was made in. It is made by a thread of its own that enters
+// the namespace and is never given back to Go's scheduler (LockOSThread without Unlock
+// ends the thread with its goroutine), so no other goroutine runs in that namespace.
+func diagSocketIn(nsPath string) (int, error) {
+	type result struct {
+		fd  int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		nsFd, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			done <- result{-1, err}
+			return
+		}
+		defer unix.Close(nsFd)
+		if err := unix.Setns(nsFd, unix.CLONE_NEWNET); err != nil {
+			done <- result{-1, fmt.Errorf("entering network namespace %s: %w", nsPath, err)}
+			return
+		}
+		fd, err := diagSocket()
+		done <- result{fd, err}
+	}()
+	r := <-done
+	return r.fd, r.err
+}
+
+// sock_diag's structures (linux/inet_diag.h, linux/sock_diag.h), which x/sys/unix has
+// the constants but not the types of.
+const (
+	sizeofNlMsghdr      = 16
+	sizeofInetDiagReq   = 56 // inet_diag_req_v2
+	sizeofInetDiagMsg   = 72 // inet_diag_msg
+	inetDiagInfo        = 2  // INET_DIAG_INFO: the tcp_info attribute
+	sizeofRtAttr        = 4
+	tcpStatesNoTimeWait = ^uint32(0) &^ (1<<6 | 1<<12) // TIME_WAIT and NEW_SYN_RECV have no inode
+)
+
+// tcpStateNames are the kernel's names of TCP states (include/net/tcp_states.h).
+var tcpStateNames = [...]string{1: "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2",
+	"TIME_WAIT", "CLOSE", "CLOSE_WAIT", "LAST_ACK", "LISTEN", "CLOSING", "NEW_SYN_RECV"}
+
+// dump reads every TCP socket of the namespace, IPv4 then IPv6, into byIno.
+func (ns *netnsSockets) dump() error {
+	if ns.byIno == nil {
+		ns.byIno = map[uint32]state.TCPInfo{}
+	}
+	clear(ns.byIno)
+	for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		if err := ns.dumpFamily(family); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var errTruncated = errors.New("sock_diag answer cut short")
+
+func (ns *netnsSockets) dumpFamily(family uint8) error {
+	ns.seq++
+	var req [sizeofNlMsghdr + sizeofInetDiagReq]byte
+	ne := nativeEndian
+	ne.PutUint32(req[0:], uint32(len(req)))
+	ne.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
+	ne.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
+	ne.PutUint32(req[8:], ns.seq)
+	r := req[sizeofNlMsghdr:]
+	r[0], r[1], r[2] = family, unix.IPPROTO_TCP, 1<<(inetDiagInfo-1)
+	ne.PutUint32(r[4:], tcpStatesNoTimeWait)
+	if err := unix.Sendto(ns.fd, req[:], 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fmt.Errorf("asking sock_diag: %w", err)
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		n, _, err := unix.Recvfrom(ns.fd, buf, 0)
+		if err != nil {
+			return fmt.Errorf("reading sock_diag: %w", err)
+		}
+		for b := buf[:n]; len(b) >= sizeofNlMsghdr; {
+			l := int(ne.Uint32(b[0:]))
+			if l < sizeofNlMsghdr || l > len(b) {
+				return errTruncated
+			}
+			typ, seq := ne.Uint16(b[4:]), ne.Uint32(b[8:])
+			msg := b[sizeofNlMsghdr:l]
+			b = b[min(nlmAlign(l), len(b)):]
+			if seq != ns.seq {
+				continue // the rest of an earlier, failed dump
+			}
+			switch typ {
+			case unix.NLMSG_DONE:
+				return nil
+			case unix.NLMSG_ERROR:
+				if len(msg) >= 4 {
+					if e := int32(ne.Uint32(msg)); e != 0 {
+						return fmt.Errorf("sock_diag: %w", syscall.Errno(-e))
+					}
+				}
+				return nil
+			case unix.SOCK_DIAG_BY_FAMILY:
+				ns.add(msg)
+			}
+		}
+	}
+}
+
+// add keeps one inet_diag_msg and its tcp_info.
+func (ns *netnsSockets) add(msg []byte) {
+	if len(msg) < sizeofInetDiagMsg {
+		return
+	}
+	ne := nativeEndian
+	st := int(msg[1])
+	info := state.TCPInfo{
+		RcvQueue: int64(ne.Uint32(msg[56:])),
+		SndQueue: int64(ne.Uint32(msg[60:])),
+	}
+	if st < len(tcpStateNames) && tcpStateNames[st] != "" {
+		info.State = tcpStateNames[st]
+	} else {
+		info.State = "STATE_" + strconv.Itoa(st)
+	}
+	ino := ne.Uint32(msg[68:])
+	for a := msg[sizeofInetDiagMsg:]; len(a) >= sizeofRtAttr; {
+		l := int(ne.Uint16(a[0:]))
+		if l < sizeofRtAttr || l > len(a) {
+			break
+		}
+		if ne.Uint16(a[2:]) == inetDiagInfo {
+			fillTCPInfo(&info, a[sizeofRtAttr:l])
+		}
+		a = a[min(nlmAlign(l), len(a)):]
+	}
+	ns.byIno[ino] = info
+}
+
+// tcp_info's offsets (linux/tcp.h), stable since the struct only grows at its end.
+const (
+	tcpiUnacked      = 24
+	tcpiLost         = 32
+	tcpiRtt          = 68
+	tcpiSndCwnd      = 80
+	tcpiTotalRetrans = 100
+)
+
+func fillTCPInfo(info *state.TCPInfo, b []byte) {
+	u32 := func(off int) int64 {
+		if off+4 > len(b) {
+			return 0
+		}
+		return int64(nativeEndian.Uint32(b[off:]))
+	}
+	info.SrttUs, info.Unacked, info.Lost = u32(tcpiRtt), u32(tcpiUnacked), u32(tcpiLost)
+	info.Cwnd, info.Retrans = u32(tcpiSndCwnd), u32(tcpiTotalRetrans)
+}
+
+func nlmAlign(l int) int { return (l + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALIGNTO - 1) }
+
+// TCPInode is the inode of descriptor fd of process pid when Target named it target, a
+// TCP socket; false otherwise.
+func (c *FdTargets) TCPInode(pid int32, fd uint64, target string) (uint64, bool) {
+	if !IsTCP(target) {
+		return 0, false
+	}
+	e := c.entries[fdKey{pid, int32(fd)}]
+	if e == nil || e.target != target {
+		return 0, false
+	}
+	return e.ino, true
+}
+
+// nativeEndian is netlink's byte order: the host's.
+var nativeEndian = binary.NativeEndian
