@@ -83,7 +83,8 @@ func writeDamage(w io.Writer, damaged []FileDamage) {
 		case d.NotRead != "":
 			fmt.Fprintf(w, "not read: %s: %s\n", d.File, d.NotRead)
 		case d.Tail != "":
-			fmt.Fprintf(w, "read in part: %s: %d damaged rows skipped, the rest unreadable: %s\n", d.File, d.Lost, d.Tail)
+			fmt.Fprintf(w, "read in part: %s: %d damaged %s skipped, the rest unreadable: %s\n",
+				d.File, d.Lost, plural(d.Lost, "row", "rows"), d.Tail)
 		default:
 			fmt.Fprintf(w, "skipped %d damaged %s in %s\n", d.Lost, plural(d.Lost, "row", "rows"), d.File)
 		}
