@@ -46,7 +46,7 @@ type netnsSockets struct {
 func NewTCPStates(procRoot string) *TCPStates {
 	c := &TCPStates{procRoot: procRoot, byNetns: map[uint64]*netnsSockets{}}
 	var st syscall.Stat_t
-	if syscall.Stat(filepath.Join(procRoot, "self", "ns", "net"), &st) == nil {
+	if syscall.Stat(filepath.Join(procRoot, "thread-self", "ns", "net"), &st) == nil {
 		c.selfNetns = st.Ino
 	}
 	return c
@@ -144,9 +144,10 @@ func diagSocket() (int, error) {
 }
 
 // diagSocketIn opens a sock_diag socket in the network namespace at nsPath: a socket
-// stays in the namespace it was made in. It is made by a thread of its own that enters
-// the namespace and is never given back to Go's scheduler (LockOSThread without Unlock
-// ends the thread with its goroutine), so no other goroutine runs in that namespace.
+// stays in the namespace it was made in. The thread that makes it enters the namespace and
+// comes back to its own before Go may run anything else on it; a thread that cannot come
+// back stays locked, and Go ends it with its goroutine (the main thread it wedges instead,
+// which is why the thread must come back rather than just end).
 func diagSocketIn(nsPath string) (int, error) {
 	type result struct {
 		fd  int
@@ -155,17 +156,29 @@ func diagSocketIn(nsPath string) (int, error) {
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
+		own, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{-1, err}
+			return
+		}
+		defer unix.Close(own)
 		nsFd, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			runtime.UnlockOSThread()
 			done <- result{-1, err}
 			return
 		}
 		defer unix.Close(nsFd)
 		if err := unix.Setns(nsFd, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			done <- result{-1, fmt.Errorf("entering network namespace %s: %w", nsPath, err)}
 			return
 		}
 		fd, err := diagSocket()
+		if unix.Setns(own, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
 		done <- result{fd, err}
 	}()
 	r := <-done
