@@ -26,7 +26,8 @@ type TCPStates struct {
 	procRoot  string
 	selfNetns uint64
 	byNetns   map[uint64]*netnsSockets
-	tick      time.Time // of the dumps held
+	pidNetns  map[int32]uint64 // each process's namespace, read once a tick
+	tick      time.Time        // of the dumps held
 	swept     time.Time
 }
 
@@ -44,7 +45,7 @@ type netnsSockets struct {
 
 // NewTCPStates reads sockets of the processes under /proc at procRoot.
 func NewTCPStates(procRoot string) *TCPStates {
-	c := &TCPStates{procRoot: procRoot, byNetns: map[uint64]*netnsSockets{}}
+	c := &TCPStates{procRoot: procRoot, byNetns: map[uint64]*netnsSockets{}, pidNetns: map[int32]uint64{}}
 	var st syscall.Stat_t
 	if syscall.Stat(filepath.Join(procRoot, "thread-self", "ns", "net"), &st) == nil {
 		c.selfNetns = st.Ino
@@ -62,22 +63,28 @@ func IsTCP(target string) bool {
 func (c *TCPStates) Of(pid int32, ino uint64, tick time.Time) state.TCPInfo {
 	if !tick.Equal(c.tick) {
 		c.tick = tick
+		clear(c.pidNetns)
 		c.expire(tick)
 	}
-	var st syscall.Stat_t
 	nsPath := filepath.Join(c.procRoot, strconv.Itoa(int(pid)), "ns", "net")
-	if err := syscall.Stat(nsPath, &st); err != nil {
-		return state.TCPInfo{}
+	netns, ok := c.pidNetns[pid]
+	if !ok {
+		var st syscall.Stat_t
+		if err := syscall.Stat(nsPath, &st); err != nil {
+			return state.TCPInfo{}
+		}
+		netns = st.Ino
+		c.pidNetns[pid] = netns
 	}
-	ns := c.byNetns[st.Ino]
+	ns := c.byNetns[netns]
 	if ns == nil {
 		ns = &netnsSockets{fd: -1}
-		if st.Ino == c.selfNetns {
+		if netns == c.selfNetns {
 			ns.fd, ns.openErr = diagSocket()
 		} else {
 			ns.fd, ns.openErr = diagSocketIn(nsPath)
 		}
-		c.byNetns[st.Ino] = ns
+		c.byNetns[netns] = ns
 	}
 	ns.used = tick
 	if ns.openErr != nil {
