@@ -81,39 +81,6 @@ static __always_inline __u8 op_of(struct request *rq)
 	return op < TC_IO_OTHER ? op : TC_IO_OTHER;
 }
 
-/* Not a loop: a binary search over the bits of v, for v > 0. */
-static __always_inline __u32 log2_u64(__u64 v)
-{
-	__u32 r, shift;
-
-	r = (v > 0xffffffff) << 5;
-	v >>= r;
-	shift = (v > 0xffff) << 4;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0xff) << 3;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0xf) << 2;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0x3) << 1;
-	v >>= shift;
-	r |= shift;
-	return r | (v >> 1);
-}
-
-static __always_inline __u32 bucket_of(__u64 ns)
-{
-	__u64 us = ns / 1000;
-	__u32 b;
-
-	if (!us)
-		return 0;
-	b = log2_u64(us) + 1;
-	return b < TC_IO_BUCKETS ? b : TC_IO_BUCKETS - 1;
-}
-
 /*
  * Starts tracking rq, submitted by the current task: the submitter is current at insert
  * (a plug is flushed by the task that holds it, when it finishes the plug or sleeps) and at
@@ -220,8 +187,8 @@ static __always_inline void account(struct tc_io *io, __u64 now)
 	st->bytes += io->bytes;
 	st->queue_ns += queue;
 	st->device_ns += device;
-	st->queue_hist[bucket_of(queue) & (TC_IO_BUCKETS - 1)]++;
-	st->device_hist[bucket_of(device) & (TC_IO_BUCKETS - 1)]++;
+	st->queue_hist[tc_hist_bucket(queue)]++;
+	st->device_hist[tc_hist_bucket(device)]++;
 }
 
 /*

@@ -5,6 +5,8 @@
 #ifndef __THREADCAP_IO_H__
 #define __THREADCAP_IO_H__
 
+#include "histogram.h"
+
 /* A block request's operation, from the low bits of its cmd_flags (REQ_OP_MASK). */
 enum tc_io_op : __u8 {
 	TC_IO_READ = 0,
@@ -44,9 +46,8 @@ struct tc_io_key {
 	__u32 op; /* enum tc_io_op */
 };
 
-/* Buckets of the latency histograms: bucket 0 holds under 1 µs, bucket i >= 1 holds
- * [2^(i-1), 2^i) µs, and the last also everything longer. */
-#define TC_IO_BUCKETS 32
+/* Buckets of the latency histograms (histogram.h). */
+#define TC_IO_BUCKETS TC_HIST_BUCKETS
 
 /* Completed requests of a disk and operation, cumulative since load, per CPU: user space
  * sums the CPUs and subtracts its previous reading. */

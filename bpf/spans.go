@@ -19,9 +19,9 @@ const (
 	// MaxSpanProbes is how many probe sites can be attached in all (TC_MAX_PROBES).
 	MaxSpanProbes = 256
 	// SpanDepth is how many spans a thread can have open at once (TC_SPAN_DEPTH).
-	SpanDepth = 4
+	SpanDepth = len(threadcapTcSpanThread{}.Frames)
 	// SpanBuckets is the number of log2 histogram buckets (TC_SPAN_BUCKETS).
-	SpanBuckets = 32
+	SpanBuckets = len(threadcapTcSpanStats{}.WallHist)
 	// DefaultSpanThreads is how many threads can have spans open at once: each takes
 	// about 800 bytes of kernel memory, only while it has an entry.
 	DefaultSpanThreads = 8192

@@ -433,8 +433,13 @@ static __noinline void left_unseen(__u32 slot, __u64 left, bool lookup)
 		bpf_task_release(task);
 }
 
-/* The record of the task running on this CPU, through cpu_slot when it is known. */
-static __always_inline struct record *current_record(struct task_struct *task)
+/*
+ * The record of the task running on this CPU, through cpu_slot when it is known; and,
+ * as its name says, more than a lookup: it points cpu_slot at that record, and when
+ * cpu_slot named another thread's, repairs that thread's record (it left this CPU unseen,
+ * see left_unseen), or gives the task its first record.
+ */
+static __always_inline struct record *sync_current_record(struct task_struct *task)
 {
 	__u32 zero = 0, idx, missed;
 	__u32 *cs = bpf_map_lookup_elem(&cpu_slot, &zero);
@@ -533,7 +538,7 @@ static __always_inline void spans_exit(struct task_struct *task);
  */
 static __always_inline void switch_out_dead(struct task_struct *prev, __u64 now)
 {
-	struct record *r = current_record(prev);
+	struct record *r = sync_current_record(prev);
 	__u32 c;
 
 	if (r && (c = write_begin(r, now, TC_CLAIM_WAIT))) {
@@ -593,7 +598,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 		switch_out_dead(prev, now);
 		return;
 	}
-	r = current_record(prev);
+	r = sync_current_record(prev);
 	if (!r)
 		return;
 	st = state_of(preempt, prev_state);
@@ -787,7 +792,7 @@ int BPF_PROG(on_timer, void *timer)
 
 	if (!task->pid)
 		return 0;
-	r = current_record(task);
+	r = sync_current_record(task);
 	if (!r)
 		return 0;
 	exec = task->se.sum_exec_runtime;
@@ -838,7 +843,7 @@ SEC("tp_btf/sys_enter")
 int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 {
 	__u64 now = bpf_ktime_get_ns();
-	struct record *r = current_record(bpf_get_current_task_btf());
+	struct record *r = sync_current_record(bpf_get_current_task_btf());
 	__u32 c;
 
 	if (!r)
@@ -862,7 +867,7 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
-	struct record *r = current_record(bpf_get_current_task_btf());
+	struct record *r = sync_current_record(bpf_get_current_task_btf());
 	__u32 c;
 
 	if (!r)
@@ -891,7 +896,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	struct record *r = current_record(p);
+	struct record *r = sync_current_record(p);
 	__u32 c;
 
 	if (!r)
@@ -1107,21 +1112,6 @@ static __always_inline void live_view(struct record *r, struct tc_view *v)
 	}
 }
 
-/* The log2 histogram bucket of ns, in microseconds: 0 under 1 µs, b for [2^(b-1), 2^b). */
-static __always_inline __u32 span_bucket(__u64 ns)
-{
-	__u64 us = ns / 1000;
-	__u32 b = 0;
-
-	if (us >= 1ULL << 16) { b += 16; us >>= 16; }
-	if (us >= 1ULL << 8) { b += 8; us >>= 8; }
-	if (us >= 1ULL << 4) { b += 4; us >>= 4; }
-	if (us >= 1ULL << 2) { b += 2; us >>= 2; }
-	if (us >= 1ULL << 1) { b += 1; us >>= 1; }
-	b += us; /* 1 when anything is left: floor(log2) + 1 */
-	return b < TC_SPAN_BUCKETS ? b : TC_SPAN_BUCKETS - 1;
-}
-
 /* Adds the ended span of frame f to its sums. The parts add up to the wall time: any
  * difference (a repair of an unseen switch moved time across the start) is taken from or
  * given to the largest part. */
@@ -1150,8 +1140,8 @@ static __always_inline void span_account(struct tc_span_frame *f, __u64 *now_par
 	st->wall_ns += wall;
 	for (i = 0; i < TC_SPAN_PARTS; i++)
 		st->part_ns[i] += part[i];
-	st->wall_hist[span_bucket(wall) & (TC_SPAN_BUCKETS - 1)]++;
-	st->cpu_hist[span_bucket(part[TC_ON_CPU]) & (TC_SPAN_BUCKETS - 1)]++;
+	st->wall_hist[tc_hist_bucket(wall)]++;
+	st->cpu_hist[tc_hist_bucket(part[TC_ON_CPU])]++;
 }
 
 /* The innermost open frame of span, or -1. */
@@ -1228,7 +1218,7 @@ static __always_inline void span_end(struct tc_probe *p, struct tc_span_thread *
 
 /*
  * The record of the thread hitting a probe, read-only: through cpu_slot when it names
- * this thread, else its task storage. Not current_record, whose repair of a missed
+ * this thread, else its task storage. Not sync_current_record, whose repair of a missed
  * switch takes a task reference, which a uprobe program may not.
  */
 static __always_inline struct record *span_record(struct task_struct *task)

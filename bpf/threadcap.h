@@ -6,6 +6,8 @@
 #ifndef __THREADCAP_H__
 #define __THREADCAP_H__
 
+#include "histogram.h"
+
 /* What a thread is doing. The first TC_TIMED_STATES states have a cumulative time. */
 enum tc_state : __u8 {
 	TC_ON_CPU = 0,
@@ -119,10 +121,12 @@ struct task_slot {
  */
 
 #define TC_SPAN_DEPTH 4     /* spans open at once per thread: a fixed stack */
+/* Frame indexes are masked with TC_SPAN_DEPTH - 1 for the verifier: a power of two only. */
+_Static_assert((TC_SPAN_DEPTH & (TC_SPAN_DEPTH - 1)) == 0, "TC_SPAN_DEPTH must be a power of two");
 #define TC_SPAN_TEXT 128    /* bytes of a start's string argument kept, NUL included */
 #define TC_MAX_SPANS 64     /* span ids 0..TC_MAX_SPANS-1 */
 #define TC_MAX_PROBES 256   /* probe sites attached, each with its own cookie */
-#define TC_SPAN_BUCKETS 32  /* log2 histogram buckets, in microseconds */
+#define TC_SPAN_BUCKETS TC_HIST_BUCKETS /* log2 histogram buckets (histogram.h) */
 #define TC_SPAN_PARTS 4     /* on CPU, runnable, sleeping (stopped too), uninterruptible */
 
 /* Where a probe's argument is: a constant, a user register, or memory at a register plus
