@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package bpf
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/threadcap/threadcap/test/privileged"
+	"github.com/threadcap/threadcap/test/workload"
+)
+
+func TestParseCPUList(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+		bad  bool
+	}{
+		{in: "0", want: []int{0}},
+		{in: "0-3", want: []int{0, 1, 2, 3}},
+		{in: "0-1,4,6-7", want: []int{0, 1, 4, 6, 7}},
+		{in: "", bad: true},
+		{in: "3-1", bad: true},
+		{in: "a", bad: true},
+	} {
+		got, err := parseCPUList(tc.in)
+		if (err != nil) != tc.bad || !slices.Equal(got, tc.want) {
+			t.Errorf("parseCPUList(%q) = %v, %v; want %v (error %v)", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+func TestCheckProfileHz(t *testing.T) {
+	for hz, ok := range map[int]bool{0: true, 1: true, 49: true, 99: true, 1000: true, -1: false, 1001: false, 100000: false} {
+		if err := CheckProfileHz(hz); (err == nil) != ok {
+			t.Errorf("CheckProfileHz(%d) = %v", hz, err)
+		}
+	}
+}
+
+// TestProfileShares: three threads on CPU 100%, 50% and 20% of the time get, each, the
+// share of the profile's samples that schedstat gives them of the three's CPU time, within
+// 0.05 over 10 s at 99 Hz; and the samples stand for the CPU time they add up to, 1/99 s
+// each, within 10%.
+func TestProfileShares(t *testing.T) {
+	privileged.Require(t)
+	p, err := OpenProfile(99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	threads := []*workload.Thread{
+		workload.Spinner(t),
+		workload.Burster(t, 35*time.Millisecond, 70*time.Millisecond),
+		workload.Burster(t, 14*time.Millisecond, 70*time.Millisecond),
+	}
+	if _, _, err := p.Take(); err != nil { // from here on
+		t.Fatal(err)
+	}
+	before := make([]uint64, len(threads))
+	for i, th := range threads {
+		before[i], _ = workload.Schedstat(t, th.Tid)
+	}
+	time.Sleep(10 * time.Second)
+	counts, stacks, err := p.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := make([]float64, len(threads))
+	samples := make([]float64, len(threads))
+	var cpuSum, sampleSum float64
+	for i, th := range threads {
+		after, _ := workload.Schedstat(t, th.Tid)
+		cpu[i] = float64(after - before[i])
+		cpuSum += cpu[i]
+		for _, c := range counts {
+			if int(c.Tid) != th.Tid {
+				continue
+			}
+			samples[i] += float64(c.Samples)
+			if c.UserStack >= 0 && len(stacks[c.UserStack]) == 0 {
+				t.Errorf("thread %d: user stack %d has no frames", th.Tid, c.UserStack)
+			}
+		}
+		sampleSum += samples[i]
+	}
+	for i, th := range threads {
+		share, want := samples[i]/sampleSum, cpu[i]/cpuSum
+		t.Logf("thread %d: %.0f samples, share %.3f; schedstat %.2f s, share %.3f", th.Tid, samples[i], share, cpu[i]/1e9, want)
+		if math.Abs(share-want) > 0.05 {
+			t.Errorf("thread %d: share of samples %.3f, of CPU time %.3f: more than 0.05 apart", th.Tid, share, want)
+		}
+	}
+	if est := sampleSum / 99 * 1e9; math.Abs(est-cpuSum) > 0.1*cpuSum {
+		t.Errorf("samples stand for %.2f s of CPU, schedstat says %.2f s", est/1e9, cpuSum/1e9)
+	}
+	if p.LostSamples() != 0 {
+		t.Errorf("%d samples lost", p.LostSamples())
+	}
+}
