@@ -72,7 +72,7 @@ var Columns = []Column{
 	{"container", typeVarchar, "", "Container of the thread, from its cgroup: runtime:short id (docker, containerd, crio, podman; cri when a kubepods path does not name the runtime) with 12 hex digits as docker ps shows, or runtime:name for nspawn and lxc; empty outside containers." + hourfile.TextNote},
 	{"pod_uid", typeVarchar, "", "UID of the Kubernetes pod of the thread, from its kubepods cgroup; empty outside pods."},
 	{"unit", typeVarchar, "", "Innermost systemd unit or scope of the thread's cgroup, such as mysql.service or session-3.scope; empty when none." + hourfile.TextNote},
-	{"tcp_state", typeVarchar, "", "State of the TCP socket the syscall's file descriptor is (the rows whose fd_target is tcp or tcp6), at the tick, as the kernel names it: ESTABLISHED, SYN_SENT, CLOSE_WAIT...; empty for other rows (unix and UDP sockets, epoll_wait and poll), as are the tcp_ columns after it."},
+	{"tcp_state", typeVarchar, "", "State of the TCP socket the syscall waits on, at the tick, as the kernel names it (ESTABLISHED, SYN_SENT, CLOSE_WAIT...): its file descriptor's when fd_target is tcp or tcp6, or the one descriptor of a poll or ppoll on one, or of an epoll wait on an epoll of one target; empty for other rows (select included), as are the tcp_ columns after it."},
 	{"tcp_srtt_us", typeBigint, "µs", "That connection's smoothed round-trip time (ss -ti's rtt)."},
 	{"tcp_retrans", typeBigint, "segments", "That connection's retransmissions since it opened (ss -ti's retrans total)."},
 	{"tcp_lost", typeBigint, "segments", "That connection's segments presumed lost at the tick."},

@@ -9,11 +9,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/threadcap/threadcap/sampler"
 	"github.com/threadcap/threadcap/state"
@@ -255,5 +258,93 @@ func TestTCPStateOfABlockedSender(t *testing.T) {
 				t.Error("no row of the sender in write with tcp_state CLOSE_WAIT after the receiver shut its side")
 			}
 		})
+	}
+}
+
+// TestTCPStateOfPollAndEpollOnOneSocket expects threads blocked in poll on one TCP socket
+// and in epoll_wait on an epoll whose one target is that socket to have its state in their
+// rows, and a thread in poll on the socket and a pipe none.
+func TestTCPStateOfPollAndEpollOnOneSocket(t *testing.T) {
+	privileged.Require(t)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	f, err := client.(*net.TCPConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(ep)
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Each waits on its own thread until the server writes.
+	blocked := func(wait func()) int32 {
+		tids := make(chan int32)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			tids <- int32(unix.Gettid())
+			wait()
+		}()
+		return <-tids
+	}
+	pollOne := blocked(func() { unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, -1) })
+	pollTwo := blocked(func() {
+		unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(pr.Fd()), Events: unix.POLLIN}}, -1)
+	})
+	epollOne := blocked(func() { unix.EpollWait(ep, make([]unix.EpollEvent, 1), -1) })
+	defer server.Write([]byte("wake"))
+
+	s, rec := start(t, sampler.Filter{All: true, Pids: []int32{int32(os.Getpid())}}, 100*time.Millisecond)
+	var rows map[int32]state.Sample
+	for range 20 {
+		time.Sleep(100 * time.Millisecond)
+		if err := s.Tick(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		rows = rec.ticks[len(rec.ticks)-1].rows
+		if strings.Contains(rows[pollOne].Syscall, "poll") && strings.Contains(rows[pollTwo].Syscall, "poll") &&
+			strings.HasPrefix(rows[epollOne].Syscall, "epoll") {
+			break
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		tid   int32
+		state string
+	}{{"poll on the socket", pollOne, "ESTABLISHED"}, {"epoll on the socket", epollOne, "ESTABLISHED"}, {"poll on the socket and a pipe", pollTwo, ""}} {
+		r, ok := rows[c.tid]
+		if !ok || !strings.Contains(r.Syscall, "poll") {
+			t.Errorf("thread in %s: no row in its syscall: %+v", c.name, r)
+			continue
+		}
+		if r.TCP.State != c.state || (c.state != "" && r.TCP.SrttUs <= 0) {
+			t.Errorf("thread in %s (%s, fd_target %q): tcp %+v, want state %q", c.name, r.Syscall, r.FdTarget, r.TCP, c.state)
+		}
 	}
 }

@@ -304,9 +304,7 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 		row.Args = th.Args
 		if !s.cfg.NoFdTarget {
 			row.FdTarget = s.fds.Target(row.Syscall, th.Args[0], th.Pid, th.Tid, th.SyscallNs, wall)
-			if ino, ok := s.fds.TCPInode(th.Pid, th.Args[0], row.FdTarget); ok {
-				row.TCP = s.tcp.Of(th.Pid, ino, wall)
-			}
+			row.TCP = s.tcp.Of(s.fds, row.Syscall, th.Args, th.Pid, th.Tid, th.SyscallNs, row.FdTarget, wall)
 		}
 		if th.SyscallNs != 0 && mono > th.SyscallNs {
 			row.SyscallUs = int64(mono-th.SyscallNs) / 1000

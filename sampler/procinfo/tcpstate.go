@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -27,7 +28,8 @@ type TCPStates struct {
 	selfNetns uint64
 	byNetns   map[uint64]*netnsSockets
 	pidNetns  map[int32]uint64 // each process's namespace, read once a tick
-	tick      time.Time        // of the dumps held
+	waits     map[int32]*waitedCall
+	tick      time.Time // of the dumps held
 	swept     time.Time
 }
 
@@ -45,7 +47,7 @@ type netnsSockets struct {
 
 // NewTCPStates reads sockets of the processes under /proc at procRoot.
 func NewTCPStates(procRoot string) *TCPStates {
-	c := &TCPStates{procRoot: procRoot, byNetns: map[uint64]*netnsSockets{}, pidNetns: map[int32]uint64{}}
+	c := &TCPStates{procRoot: procRoot, byNetns: map[uint64]*netnsSockets{}, pidNetns: map[int32]uint64{}, waits: map[int32]*waitedCall{}}
 	var st syscall.Stat_t
 	if syscall.Stat(filepath.Join(procRoot, "thread-self", "ns", "net"), &st) == nil {
 		c.selfNetns = st.Ino
@@ -58,14 +60,22 @@ func IsTCP(target string) bool {
 	return strings.HasPrefix(target, "tcp ") || strings.HasPrefix(target, "tcp6 ")
 }
 
-// Of is the state at tick of TCP socket ino, open in process pid; State is "" when it
-// cannot be told (the socket is gone, or the namespace cannot be entered).
-func (c *TCPStates) Of(pid int32, ino uint64, tick time.Time) state.TCPInfo {
-	if !tick.Equal(c.tick) {
-		c.tick = tick
-		clear(c.pidNetns)
-		c.expire(tick)
+// Of is the state at tick of the TCP socket a row's syscall waits on, if any: the
+// descriptor fds named target, or the one a poll or epoll wait waits on (see tcpSocket).
+// State is "" for other rows, and when it cannot be told (the socket is gone, or its
+// namespace cannot be entered).
+func (c *TCPStates) Of(fds *FdTargets, syscall string, args [6]uint64, pid, tid int32, sinceNs uint64, target string, tick time.Time) state.TCPInfo {
+	c.at(tick)
+	ino, ok := fds.tcpSocket(c.waits, syscall, args, pid, tid, sinceNs, target, tick)
+	if !ok {
+		return state.TCPInfo{}
 	}
+	return c.socket(pid, ino, tick)
+}
+
+// socket is the state at tick of TCP socket ino, open in process pid.
+func (c *TCPStates) socket(pid int32, ino uint64, tick time.Time) state.TCPInfo {
+	c.at(tick)
 	nsPath := filepath.Join(c.procRoot, strconv.Itoa(int(pid)), "ns", "net")
 	netns, ok := c.pidNetns[pid]
 	if !ok {
@@ -102,12 +112,23 @@ func (c *TCPStates) Of(pid int32, ino uint64, tick time.Time) state.TCPInfo {
 	return ns.byIno[uint32(ino)]
 }
 
+// at starts tick, if it is a new one: the dumps and namespaces of the previous one are
+// stale.
+func (c *TCPStates) at(tick time.Time) {
+	if !tick.Equal(c.tick) {
+		c.tick = tick
+		clear(c.pidNetns)
+		c.expire(tick)
+	}
+}
+
 // expire closes the sockets of namespaces no row has needed for IdleProcess (gone, most
 // likely: a socket held open keeps its namespace alive), at most once a minute.
 func (c *TCPStates) expire(now time.Time) {
 	if !SweepDue(&c.swept, now) {
 		return
 	}
+	maps.DeleteFunc(c.waits, func(_ int32, w *waitedCall) bool { return Idle(now, w.used) })
 	for ino, ns := range c.byNetns {
 		if Idle(now, ns.used) {
 			ns.close()
@@ -323,9 +344,9 @@ func fillTCPInfo(info *state.TCPInfo, b []byte) {
 
 func nlmAlign(l int) int { return (l + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALIGNTO - 1) }
 
-// TCPInode is the inode of descriptor fd of process pid when Target named it target, a
+// tcpInode is the inode of descriptor fd of process pid when Target named it target, a
 // TCP socket; false otherwise.
-func (c *FdTargets) TCPInode(pid int32, fd uint64, target string) (uint64, bool) {
+func (c *FdTargets) tcpInode(pid int32, fd uint64, target string) (uint64, bool) {
 	if !IsTCP(target) {
 		return 0, false
 	}

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package procinfo
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// tcpSocket is the inode of the TCP socket a syscall waits on: the descriptor fd_target
+// named (target), or else the one descriptor a poll or an epoll wait waits on (a client
+// waiting for its server's answer: libpq, curl). false for every other row, select's
+// included: its sets are bitmaps as wide as the highest descriptor, read for little.
+// What a poll or epoll wait waits on is looked up once per call (waits): a poll's
+// descriptors are the kernel's copy, made at its start; an epoll's targets could change
+// meanwhile, as fd_target's file could be replaced, and are taken as they were.
+func (c *FdTargets) tcpSocket(waits map[int32]*waitedCall, name string, args [6]uint64, pid, tid int32, sinceNs uint64, target string, now time.Time) (uint64, bool) {
+	if IsTCP(target) {
+		return c.tcpInode(pid, args[0], target)
+	}
+	if !waitSyscalls[name] {
+		return 0, false
+	}
+	w := waits[tid]
+	if w == nil || w.sinceNs != sinceNs || sinceNs == 0 {
+		w = &waitedCall{sinceNs: sinceNs}
+		w.fd, w.ok = waitedFd(c.procRoot, name, args, pid)
+		waits[tid] = w
+	}
+	w.used = now
+	if !w.ok {
+		return 0, false
+	}
+	// Named as a read of it would be, and cached with the same rules.
+	t := c.Target("read", uint64(w.fd), pid, tid, sinceNs, now)
+	if !IsTCP(t) {
+		return 0, false
+	}
+	return c.tcpInode(pid, uint64(w.fd), t)
+}
+
+// waitSyscalls are the syscalls waitedFd looks into.
+var waitSyscalls = map[string]bool{"poll": true, "ppoll": true, "epoll_wait": true, "epoll_pwait": true, "epoll_pwait2": true}
+
+// waitedCall is what one poll or epoll wait call of a thread waits on.
+type waitedCall struct {
+	sinceNs uint64 // the call's start
+	fd      int32
+	ok      bool
+	used    time.Time
+}
+
+// waitedFd is the one descriptor a poll (its single pollfd, read from the process's memory)
+// or an epoll wait (its epoll's single target, from /proc/PID/fdinfo) waits on.
+func waitedFd(procRoot, name string, args [6]uint64, pid int32) (int32, bool) {
+	switch name {
+	case "poll", "ppoll":
+		if args[1] != 1 {
+			return 0, false
+		}
+		var fd int32 // struct pollfd starts with the int fd
+		local := []unix.Iovec{{Base: (*byte)(unsafe.Pointer(&fd))}}
+		local[0].SetLen(4)
+		remote := []unix.RemoteIovec{{Base: uintptr(args[0]), Len: 4}}
+		if n, err := unix.ProcessVMReadv(int(pid), local, remote, 0); err != nil || n != 4 || fd < 0 {
+			return 0, false
+		}
+		return fd, true
+	case "epoll_wait", "epoll_pwait", "epoll_pwait2":
+		if int64(int32(args[0])) != int64(args[0]) || int32(args[0]) < 0 {
+			return 0, false
+		}
+		return epollSingleTarget(filepath.Join(procRoot, strconv.Itoa(int(pid)), "fdinfo", strconv.FormatUint(args[0], 10)))
+	}
+	return 0, false
+}
+
+// epollFdinfoHead bounds what is read of an epoll's fdinfo: its header and a few "tfd:"
+// lines, one per target, are enough to tell one target from several, however many a
+// server's epoll holds.
+const epollFdinfoHead = 1024
+
+// epollSingleTarget reads an epoll's fdinfo ("tfd:        5 events:       19 data: ...",
+// a line per target) and gives its target when it has exactly one.
+func epollSingleTarget(path string) (int32, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	var head [epollFdinfoHead]byte
+	n, _ := f.Read(head[:])
+	buf := head[:n]
+	// A full head is an epoll of many targets (one takes some 150 bytes).
+	if n == epollFdinfoHead || bytes.Count(buf, []byte("\ntfd:")) != 1 {
+		return 0, false
+	}
+	i := bytes.Index(buf, []byte("\ntfd:")) + len("\ntfd:")
+	fields := bytes.Fields(buf[i:])
+	if len(fields) == 0 {
+		return 0, false
+	}
+	fd, err := strconv.ParseInt(string(fields[0]), 10, 32)
+	if err != nil || fd < 0 {
+		return 0, false
+	}
+	return int32(fd), true
+}
