@@ -27,6 +27,8 @@ const rankEvery = time.Minute
 // Other, so that a scrape holds at most top+1 processes, whatever runs on the machine.
 type activity struct {
 	top int
+	// key is what a row counts under: its process (newActivity), or its unit.
+	key func(*state.Sample) string
 
 	mu sync.Mutex
 	// named are the processes with a label of their own, and their sums since they were
@@ -40,7 +42,12 @@ type activity struct {
 }
 
 func newActivity(top int) *activity {
-	return &activity{top: top, named: map[string]*processSums{}, active: map[string]int64{}}
+	return newActivityBy(top, func(r *state.Sample) string { return r.Process })
+}
+
+// newActivityBy is newActivity with rows counted under key(row) instead of their process.
+func newActivityBy(top int, key func(*state.Sample) string) *activity {
+	return &activity{top: top, key: key, named: map[string]*processSums{}, active: map[string]int64{}}
 }
 
 // processSums are one process's (or Other's) sums: µs per state, and rows that were
@@ -65,14 +72,15 @@ func (a *activity) add(tick time.Time, rows []state.Sample) {
 	}
 	for i := range rows {
 		r := &rows[i]
-		sum := a.seriesOf(r.Process)
+		name := a.key(r)
+		sum := a.seriesOf(name)
 		if kind, ok := output.Session(r.State, r.Span != ""); ok {
 			sum.sessions[kind]++
 		}
 		if r.StateTimeUs[state.OnCPU] < 0 {
 			continue // seeded: times unknown
 		}
-		a.active[r.Process] += r.StateTimeUs[state.OnCPU] + r.StateTimeUs[state.Runnable] + r.StateTimeUs[state.Uninterruptible]
+		a.active[name] += r.StateTimeUs[state.OnCPU] + r.StateTimeUs[state.Runnable] + r.StateTimeUs[state.Uninterruptible]
 		for st, us := range r.StateTimeUs {
 			sum.us[st] += us
 		}

@@ -60,6 +60,7 @@ type Config struct {
 type Metrics struct {
 	cfg      Config
 	activity *activity
+	units    *activity // the same, by systemd unit
 	tickTook prometheus.Histogram
 
 	mu   sync.Mutex
@@ -71,6 +72,7 @@ func New(cfg Config) *Metrics {
 	return &Metrics{
 		cfg:      cfg,
 		activity: newActivity(cfg.TopProcesses),
+		units:    newActivityBy(cfg.TopProcesses, func(r *state.Sample) string { return r.Unit }),
 		tickTook: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "threadcap_tick_duration_seconds",
 			Help: "How long each tick took, from its start to its rows handed to the writer.",
@@ -81,7 +83,10 @@ func New(cfg Config) *Metrics {
 }
 
 // Rows counts a batch of a tick's rows in the activity metrics (sampler.Observer).
-func (m *Metrics) Rows(tick time.Time, rows []state.Sample) { m.activity.add(tick, rows) }
+func (m *Metrics) Rows(tick time.Time, rows []state.Sample) {
+	m.activity.add(tick, rows)
+	m.units.add(tick, rows)
+}
 
 // Ticked keeps the counts after a tick (sampler.Observer).
 func (m *Metrics) Ticked(r sampler.TickReport) {
@@ -128,13 +133,17 @@ var (
 			"rate() of it over rate(threadcap_ticks_total) is the average active threads, as threadcap report counts them. "+
 			"kind is on_cpu, runnable, uninterruptible, sleeping_in_span or stopped_in_span; processes are labelled as in threadcap_thread_seconds_total.",
 		"process", "kind")
+	unitSecs = desc("threadcap_unit_thread_seconds_total",
+		"threadcap_thread_seconds_total by systemd unit or scope (the unit column) instead of process: "+
+			"the top units by activity have a label of their own, the rest (and rows without a unit) are unit=\"other\".",
+		"unit", "state")
 )
 
 // Describe sends every metric's description (prometheus.Collector).
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		buildInfo, ticks, skipped, rows, written, dropped, bytesOut, paused, tracked, capacity, untracked,
-		lostUpdates, lostStacks, stackless, unseen, defects, seeded, backlog, progRuns, progTime, threadSecs, sessions,
+		lostUpdates, lostStacks, stackless, unseen, defects, seeded, backlog, progRuns, progTime, threadSecs, sessions, unitSecs,
 	} {
 		ch <- d
 	}
@@ -195,6 +204,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		for kind, n := range p.sessions {
 			counter(sessions, float64(n), p.process, output.SessionName(kind))
+		}
+	}
+	for _, u := range m.units.snapshot() {
+		for st, secs := range u.seconds {
+			counter(unitSecs, secs, u.process, state.State(st).String())
 		}
 	}
 }
