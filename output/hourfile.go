@@ -24,6 +24,7 @@ var headers = map[hourfile.Kind]string{
 	hourfile.Ticks:   ticksHeader,
 	hourfile.IO:      ioHeader,
 	hourfile.Spans:   spansHeader,
+	hourfile.Profile: profileHeader,
 }
 
 // hourFile is the file rows of the current hour are appended to.

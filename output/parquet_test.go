@@ -134,6 +134,10 @@ func TestClosedHoursAsParquet(t *testing.T) {
 				if err := w.Write(tick, rows); err != nil {
 					t.Fatal(err)
 				}
+				profile := []state.ProfileRow{{Minute: tick, Pid: 10, Tid: 11, Process: "app", Thread: "w", UserStack: rows[2].KernelStack, Samples: 3, Hz: 99}}
+				if err := w.WriteProfile(tick, profile); err != nil {
+					t.Fatal(err)
+				}
 				if i == 0 {
 					csvRows = readCSV(t, filepath.Join(dir, hourfile.Samples.Name(tick.Truncate(time.Hour), hourfile.CSV)))
 				}

@@ -103,6 +103,7 @@ var KindColumns = map[hourfile.Kind][]Column{
 	hourfile.Ticks:   TickColumns,
 	hourfile.Spans:   SpanColumns,
 	hourfile.IO:      IOColumns,
+	hourfile.Profile: ProfileColumns,
 }
 
 // headerOf is the first line of a file of columns, newline included.

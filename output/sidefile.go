@@ -84,6 +84,12 @@ func (sf *sideFile) close() error {
 // while rows are being dropped (disk full), so are these. The error is ErrClosed after
 // Close.
 func (w *Writer) writeMinute(sf *sideFile, minute time.Time, lines []byte, what string) error {
+	return w.writeMinuteAfter(sf, minute, lines, what, nil)
+}
+
+// writeMinuteAfter is writeMinute calling before, when not nil, with the hour the lines go
+// to, first and under the same lock: the profile's stacks go to that hour's stacks file.
+func (w *Writer) writeMinuteAfter(sf *sideFile, minute time.Time, lines []byte, what string, before func(hour time.Time)) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -95,6 +101,9 @@ func (w *Writer) writeMinute(sf *sideFile, minute time.Time, lines []byte, what 
 	hour := minute.UTC().Truncate(time.Hour)
 	if w.file != nil {
 		hour = w.file.hour
+	}
+	if before != nil {
+		before(hour)
 	}
 	if !sf.current(hour) {
 		if err := sf.open(w, hour); err != nil {

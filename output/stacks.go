@@ -6,7 +6,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
+	"time"
 
 	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/state"
@@ -36,26 +38,36 @@ type stackSet struct {
 // before the rows themselves, so that a reader never meets a hash it cannot resolve. A
 // stack that cannot be written is tried again with the next row that shows it.
 func (w *Writer) writeStacks(rows []state.Sample) {
+	w.writeStackSeq(w.file.hour, func(yield func(*state.Stack) bool) {
+		for i := range rows {
+			if !yield(rows[i].KernelStack) || !yield(rows[i].UserStack) {
+				return
+			}
+		}
+	})
+}
+
+// writeStackSeq adds the stacks of seq (nil ones skipped) that hour's stacks file does not
+// have yet: see writeStacks.
+func (w *Writer) writeStackSeq(hour time.Time, seq iter.Seq[*state.Stack]) {
 	var buf []byte
 	var added []string
-	for i := range rows {
-		for _, st := range [...]*state.Stack{rows[i].KernelStack, rows[i].UserStack} {
-			if st == nil {
-				continue
-			}
-			if !w.stacks.current(w.file.hour) {
-				if err := w.openStacks(); err != nil {
-					w.stacksFailed(err)
-					return
-				}
-			}
-			if w.stacks.seen[st.Hash] {
-				continue
-			}
-			w.stacks.seen[st.Hash] = true
-			added = append(added, st.Hash)
-			buf = AppendStackCSV(buf, st)
+	for st := range seq {
+		if st == nil {
+			continue
 		}
+		if !w.stacks.current(hour) {
+			if err := w.openStacks(hour); err != nil {
+				w.stacksFailed(err)
+				return
+			}
+		}
+		if w.stacks.seen[st.Hash] {
+			continue
+		}
+		w.stacks.seen[st.Hash] = true
+		added = append(added, st.Hash)
+		buf = AppendStackCSV(buf, st)
 	}
 	if len(buf) == 0 {
 		return
@@ -72,11 +84,11 @@ func (w *Writer) stacksFailed(err error) {
 	w.stacks.fail(w, err, "writing stacks failed; rows refer to stacks the hour's stacks file lacks")
 }
 
-// openStacks opens the current hour's stacks file, reading which stacks an earlier run
-// already wrote to it.
-func (w *Writer) openStacks() error {
+// openStacks opens hour's stacks file, reading which stacks an earlier run already wrote
+// to it.
+func (w *Writer) openStacks(hour time.Time) error {
 	w.stacks.seen = nil
-	if err := w.stacks.open(w, w.file.hour); err != nil {
+	if err := w.stacks.open(w, hour); err != nil {
 		return err
 	}
 	seen, err := stackHashes(w.stacks.file)

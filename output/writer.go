@@ -70,6 +70,7 @@ type Writer struct {
 	ticks     sideFile
 	io        sideFile
 	spans     sideFile
+	profile   sideFile
 	lastTick  time.Time // the tick the ticks file has last
 
 	maintMu sync.Mutex // one maintenance pass at a time
@@ -109,6 +110,7 @@ func New(cfg Config) (*Writer, error) {
 		kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
 		stacks: stackSet{sideFile: sideFile{kind: hourfile.Stacks}}, ticks: sideFile{kind: hourfile.Ticks},
 		io: sideFile{kind: hourfile.IO}, spans: sideFile{kind: hourfile.Spans},
+		profile: sideFile{kind: hourfile.Profile},
 	}
 	w.removeStaleTmp()
 	go w.runMaintenance(ctx)
@@ -190,6 +192,7 @@ func (w *Writer) Stats() Stats {
 			hourfile.Ticks:   w.ticks.written.Load(),
 			hourfile.IO:      w.io.written.Load(),
 			hourfile.Spans:   w.spans.written.Load(),
+			hourfile.Profile: w.profile.written.Load(),
 		},
 	}
 	if c := w.pausedNow.Load(); c != nil {
@@ -255,6 +258,7 @@ func (w *Writer) rotate(hour time.Time) error {
 		}
 	}
 	w.stacks.failed, w.ticks.failed, w.io.failed, w.spans.failed = false, false, false, false
+	w.profile.failed = false
 	hf, rep, err := openHourFile(w.cfg.Dir, hour, w.cfg.FileMode, w.gid)
 	if errors.Is(err, os.ErrNotExist) {
 		if rerr := w.recreateDir(); rerr != nil {
@@ -307,7 +311,7 @@ func (w *Writer) recreateDir() error {
 func (w *Writer) closeFile() error {
 	f := w.file.f
 	w.file = nil
-	return errors.Join(f.Sync(), f.Close(), w.stacks.close(), w.ticks.close(), w.io.close(), w.spans.close())
+	return errors.Join(f.Sync(), f.Close(), w.stacks.close(), w.ticks.close(), w.io.close(), w.spans.close(), w.profile.close())
 }
 
 // Close syncs and closes the current file and stops background work, abandoning a
@@ -328,7 +332,7 @@ func (w *Writer) Close() error {
 	}
 	// The minutes a stop writes may have opened their files with no samples file open (no
 	// row since the start, or rows dropped): synced and closed like the rest.
-	errs = append(errs, w.spans.close(), w.io.close())
+	errs = append(errs, w.spans.close(), w.io.close(), w.profile.close())
 	w.mu.Unlock()
 	w.cancel()
 	<-w.done

@@ -239,6 +239,10 @@ func TestStatsCountWhatReachesEachFile(t *testing.T) {
 			if err := w.WriteSpans(tick.Truncate(time.Minute), spans); err != nil {
 				t.Fatal(err)
 			}
+			profile := []state.ProfileRow{{Minute: tick.Truncate(time.Minute), Pid: 100, Tid: 101, Samples: 1, Hz: 99}}
+			if err := w.WriteProfile(tick.Truncate(time.Minute), profile); err != nil {
+				t.Fatal(err)
+			}
 		}
 		st := w.Stats()
 		if err := w.Close(); err != nil {

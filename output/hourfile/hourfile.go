@@ -40,6 +40,8 @@ var (
 	IO = newKind("io")
 	// Spans holds, per minute and span, the spans that ended and where their time went.
 	Spans = newKind("spans")
+	// Profile holds, per minute, thread and pair of stacks, the CPU profile's samples.
+	Profile = newKind("profile")
 )
 
 // kinds are all the kinds, in the order they are declared.

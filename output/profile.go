@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package output
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/state"
+)
+
+// ProfileColumns are the profile file's columns, in order.
+var ProfileColumns = []Column{
+	{"minute", typeTimestampTZ, "", "Start of the minute the samples were taken in, in the local time zone of threadcap."},
+	{"pid", typeInteger, "", "Process ID (thread group ID)."},
+	{"tid", typeInteger, "", "Thread ID."},
+	{"process", typeVarchar, "", "Process name (its main thread's comm) at the thread's first sample in the minute." + hourfile.TextNote},
+	{"thread", typeVarchar, "", "Thread name (comm) at its first sample in the minute." + hourfile.TextNote},
+	{"kernel_stack", typeVarchar, "", "Hash of the kernel stack the samples interrupted, from the code interrupted outwards; empty for samples in user code. The hour's threadcap_stacks_ file has its frames."},
+	{"user_stack", typeVarchar, "", "Hash of the user-space stack of the samples (a frame-pointer walk); empty for kernel threads. Its frames are in the same stacks file."},
+	{"samples", typeBigint, "", "Samples of the thread on CPU with these stacks in the minute."},
+	{"hz", typeInteger, "Hz", "The profile's rate (profile.hz): each sample stands for 1/hz s of CPU time."},
+}
+
+// profileHeader heads every profile file.
+var profileHeader = headerOf(ProfileColumns)
+
+// ProfileHeader is the first line of every profile file, newline included.
+func ProfileHeader() string { return profileHeader }
+
+// ProfileMarkdownTable renders the profile files' columns as the README documents them.
+func ProfileMarkdownTable() string { return markdownTable(ProfileColumns) }
+
+// AppendProfileCSV appends one line of a profile file.
+func AppendProfileCSV(dst []byte, r *state.ProfileRow) []byte {
+	dst = r.Minute.Local().AppendFormat(dst, hourfile.TimeLayout)
+	dst = strconv.AppendInt(append(dst, ','), int64(r.Pid), 10)
+	dst = strconv.AppendInt(append(dst, ','), int64(r.Tid), 10)
+	dst = hourfile.AppendText(append(dst, ','), r.Process)
+	dst = hourfile.AppendText(append(dst, ','), r.Thread)
+	for _, st := range [...]*state.Stack{r.KernelStack, r.UserStack} {
+		dst = append(dst, ',')
+		if st != nil {
+			dst = append(dst, st.Hash...)
+		}
+	}
+	dst = strconv.AppendUint(append(dst, ','), r.Samples, 10)
+	dst = strconv.AppendInt(append(dst, ','), int64(r.Hz), 10)
+	return append(dst, '\n')
+}
+
+// WriteProfile appends a minute's profile rows to the hour's profile file, after the stacks
+// they refer to that the hour's stacks file lacks (see writeMinute: the same hour, the same
+// handling of failures).
+func (w *Writer) WriteProfile(minute time.Time, rows []state.ProfileRow) error {
+	var buf []byte
+	for i := range rows {
+		buf = AppendProfileCSV(buf, &rows[i])
+	}
+	return w.writeMinuteAfter(&w.profile, minute, buf, "writing the profile file failed", func(hour time.Time) {
+		w.writeStackSeq(hour, func(yield func(*state.Stack) bool) {
+			for i := range rows {
+				if !yield(rows[i].KernelStack) || !yield(rows[i].UserStack) {
+					return
+				}
+			}
+		})
+	})
+}
