@@ -111,7 +111,7 @@ func (m *model) drill() tea.Cmd {
 // drillOrder is the order columns are grouped by as one drills down: from what threads
 // wait for to who they are, then where.
 var drillOrder = []string{"state", "syscall", "process", "thread", "pid", "tid", "user", "wchan",
-	"fd_target", "io_dev", "span", "cgroup", "exe", "cmdline"}
+	"fd_target", "io_dev", "span", "container", "unit", "cgroup", "exe", "cmdline"}
 
 // nextBy is what to group by after drilling into by's values: as many columns as before
 // (one or two), the first in drillOrder that are neither filtered on nor were grouped by.

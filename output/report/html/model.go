@@ -15,7 +15,7 @@ import (
 
 // Columns is what the page can group, stack and filter by, in the order a click on a group
 // drills down: each click filters on the group and regroups by the next column.
-var Columns = []string{"state", "syscall", "wchan", "process", "span", "io_dev", "cgroup", "container", "unit", "user"}
+var Columns = []string{"state", "syscall", "wchan", "process", "span", "io_dev", "container", "unit", "cgroup", "user"}
 
 // threadColumns name a thread in the swimlanes; stackColumns hold the stacks of the flame
 // graph. With Columns they are the page's cube: every row of the window is summed by all
