@@ -156,6 +156,12 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startProfile(ctx, cfg.Profile.Hz, writer, logrus.WithField(fieldComponent, "profile"))
+	if err != nil {
+		return err
+	}
+	// Its last minute is written before the writer closes.
+	defer func() { err = errors.Join(err, stopProfile()) }()
 	serveMetrics(metricsServer, registry)
 	// On an early return, stopped before the deferred closes of the tracker and writer.
 	defer metricsServer.Close()
@@ -199,7 +205,7 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 	began := time.Now()
 	err = errors.Join(err, metricsServer.Close(), tracker.Close())
 	detached := time.Now()
-	err = errors.Join(err, writer.Close())
+	err = errors.Join(err, stopProfile(), writer.Close())
 	// Waited for only now: a reload may be waiting for a compression, which Close cancels.
 	// What it applies after Close is never used.
 	<-reloader

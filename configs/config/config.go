@@ -47,6 +47,8 @@ type Config struct {
 	Host  string       `yaml:"host"`
 	Ship  ShipConfig   `yaml:"ship"`
 	Spans []SpanConfig `yaml:"spans"`
+	// Profile is the CPU profile, off by default.
+	Profile ProfileConfig `yaml:"profile"`
 
 	// origins says where a key's value came from ("FILE:LINE" or "--flag"), so that an
 	// error points at what to fix. Keys left at their default are absent.
@@ -69,6 +71,12 @@ type StacksConfig struct {
 	Kernel  bpf.StackMode `yaml:"kernel"`
 	User    bool          `yaml:"user"`
 	Entries uint32        `yaml:"entries"`
+}
+
+// ProfileConfig is the CPU profile: every CPU sampled Hz times a second, the running
+// thread's stacks counted per minute into the hourly profile file. Hz 0 turns it off.
+type ProfileConfig struct {
+	Hz int `yaml:"hz"`
 }
 
 // LogConfig is how threadcap logs.
@@ -267,6 +275,9 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Metrics.validate(c)...)
 	errs = append(errs, c.Ship.validate(c)...)
 	errs = append(errs, c.validateSpans()...)
+	if err := bpf.CheckProfileHz(c.Profile.Hz); err != nil {
+		bad("profile.hz", "%v", err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -376,6 +387,6 @@ func (c *Config) Fields() logrus.Fields {
 		"output.max_age": o.MaxAge.String(), "output.max_bytes": int64(o.MaxBytes),
 		"output.min_free_bytes": int64(o.MinFreeBytes), "output.fsync_interval": o.FsyncInterval.String(),
 		"metrics.listen": c.Metrics.Listen, "metrics.top_processes": c.Metrics.TopProcesses,
-		"spans": c.spansField(),
+		"spans": c.spansField(), "profile.hz": c.Profile.Hz,
 	}
 }

@@ -39,6 +39,7 @@ var restartOnly = []struct {
 	{"ship.credentials_file", func(n, r *Config) { n.Ship.CredentialsFile = r.Ship.CredentialsFile }},
 	{"ship.interval", func(n, r *Config) { n.Ship.Interval = r.Ship.Interval }},
 	{"spans", func(n, r *Config) { n.Spans = r.Spans }},
+	{"profile.hz", func(n, r *Config) { n.Profile.Hz = r.Profile.Hz }},
 }
 
 // needsRestart says whether key is one of restartOnly.

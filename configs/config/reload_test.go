@@ -44,6 +44,7 @@ func TestKeepRestartOnlyKeepsWhatDiffSaysNeedsARestart(t *testing.T) {
 	next.Output.Format, next.Host = "parquet", "db-7"
 	next.Ship = ShipConfig{Endpoint: "s3:9000", Bucket: "b", Prefix: "p", Region: "eu", CredentialsFile: "/c", Interval: 1}
 	next.Spans = []SpanConfig{{Preset: "postgresql"}}
+	next.Profile.Hz = 99
 	next.Hz = 10
 	_, restart := Diff(&old, &next)
 	if len(restart) != len(restartOnly) {

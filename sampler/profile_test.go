@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sampler
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/threadcap/threadcap/bpf"
+	"github.com/threadcap/threadcap/state"
+)
+
+// fakeProfile hands out one prepared Take at a time.
+type fakeProfile struct {
+	takes []fakeTake
+}
+
+type fakeTake struct {
+	counts []bpf.ProfileCount
+	stacks bpf.ProfileStacks
+}
+
+func (f *fakeProfile) Take() ([]bpf.ProfileCount, bpf.ProfileStacks, error) {
+	t := f.takes[0]
+	f.takes = f.takes[1:]
+	return t.counts, t.stacks, nil
+}
+
+func (f *fakeProfile) Hz() int { return 99 }
+
+type profileRows struct{ minutes [][]state.ProfileRow }
+
+func (s *profileRows) WriteProfile(_ time.Time, rows []state.ProfileRow) error {
+	s.minutes = append(s.minutes, rows)
+	return nil
+}
+
+//go:noinline
+func profileTarget(n int) int { return n * 3 }
+
+// TestProfilerNamesAndMerges: a minute's counts become rows whose stacks are named like the
+// rows' (kernel frames from kallsyms, user frames from the process's own binary); two
+// addresses in one function are one line; and a stack id of the next minute meaning
+// another stack is named anew, not from the last minute's cache.
+func TestProfilerNamesAndMerges(t *testing.T) {
+	pc := uint64(reflect.ValueOf(profileTarget).Pointer())
+	pid := int32(os.Getpid())
+	src := &fakeProfile{takes: []fakeTake{
+		{
+			counts: []bpf.ProfileCount{
+				{Pid: pid, Tid: pid, Process: "p", Thread: "t", KernelStack: -1, UserStack: 1, Samples: 5},
+				{Pid: pid, Tid: pid, Process: "p", Thread: "t", KernelStack: -1, UserStack: 2, Samples: 7},
+				{Pid: pid, Tid: pid, Process: "p", Thread: "t", KernelStack: 0, UserStack: 1, Samples: 1},
+			},
+			stacks: bpf.ProfileStacks{
+				0: {0xffffffff81100020},  // do_syscall_64
+				1: {pc + 1}, 2: {pc + 2}, // the same function
+			},
+		},
+		{
+			counts: []bpf.ProfileCount{{Pid: 2, Tid: 3, Process: "kthreadd", Thread: "kworker", KernelStack: 0, UserStack: -1, Samples: 2}},
+			stacks: bpf.ProfileStacks{0: {0xffffffff81200040}}, // kernel_clone
+		},
+	}}
+	sink := &profileRows{}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	p, err := NewProfiler(ProfileConfig{
+		Source: src, Sink: sink, Kallsyms: filepath.Join("symbolize", "testdata", "kallsyms"),
+		Wall: time.Now, Log: logrus.NewEntry(log),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	minute := time.Now().Truncate(time.Minute)
+	p.Write(minute)
+	p.Write(minute.Add(time.Minute))
+	if len(sink.minutes) != 2 {
+		t.Fatalf("%d minutes written, want 2", len(sink.minutes))
+	}
+	first := sink.minutes[0]
+	if len(first) != 2 {
+		t.Fatalf("first minute: %d rows, want 2 (user stacks 1 and 2 name the same function): %+v", len(first), first)
+	}
+	if first[0].UserStack == nil || !strings.HasSuffix(first[0].UserStack.Frames, "sampler.profileTarget") {
+		t.Errorf("user stack %+v, want it to end in sampler.profileTarget", first[0].UserStack)
+	}
+	if first[0].Samples != 12 || first[0].KernelStack != nil || first[0].Hz != 99 {
+		t.Errorf("first row %+v, want 12 samples (5 + 7) at 99 Hz and no kernel stack", first[0])
+	}
+	if first[1].KernelStack == nil || first[1].KernelStack.Frames != "do_syscall_64" || first[1].Samples != 1 {
+		t.Errorf("second row %+v, want do_syscall_64 and 1 sample", first[1])
+	}
+	second := sink.minutes[1]
+	if len(second) != 1 || second[0].KernelStack == nil || second[0].KernelStack.Frames != "kernel_clone" || second[0].UserStack != nil {
+		t.Errorf("second minute %+v, want kernel stack 0 named anew: kernel_clone", second)
+	}
+}
