@@ -21,7 +21,7 @@ type Feature struct {
 	Since string
 	// Without says what threadcap does without it; "" when it cannot run at all.
 	Without string
-	// Passive is set when only --syscalls passive needs it.
+	// Passive is set when only --syscalls passive (and tick) needs it.
 	Passive bool
 	has     func(*btf.Spec) bool
 }
@@ -56,7 +56,7 @@ func Missing(mode SyscallMode) ([]Feature, error) {
 	}
 	var missing []Feature
 	for _, f := range Features {
-		if f.Passive && mode != SyscallsPassive {
+		if f.Passive && mode == SyscallsFull {
 			continue
 		}
 		if !f.has(spec) {

@@ -26,15 +26,19 @@ const (
 	// SyscallsPassive adds no syscall hooks: a thread's syscall and arguments are read from
 	// its saved registers when it leaves the CPU, so the syscall path costs nothing.
 	SyscallsPassive SyscallMode = "passive"
+	// SyscallsTick attaches no program to any scheduler, syscall, timer or idle hook: at
+	// each tick a task iterator reads every thread, its state, its syscall from its saved
+	// registers and the kernel's own counters of its times (taskiter.bpf.c).
+	SyscallsTick SyscallMode = "tick"
 )
 
-// ParseSyscallMode accepts "full" or "passive".
+// ParseSyscallMode accepts "full", "passive" or "tick".
 func ParseSyscallMode(s string) (SyscallMode, error) {
 	switch m := SyscallMode(s); m {
-	case SyscallsFull, SyscallsPassive:
+	case SyscallsFull, SyscallsPassive, SyscallsTick:
 		return m, nil
 	}
-	return "", fmt.Errorf("%q is not a mode: use %s or %s", s, SyscallsFull, SyscallsPassive)
+	return "", fmt.Errorf("%q is not a mode: use %s, %s or %s", s, SyscallsFull, SyscallsPassive, SyscallsTick)
 }
 
 // DefaultCapacity is how many threads are tracked at once unless configured otherwise.
@@ -77,6 +81,7 @@ var ErrNoBTF = errors.New("kernel BTF not found at " + BTFPath +
 type Tracker struct {
 	coll *ebpf.Collection
 	io   *ebpf.Collection // nil when Config.IO is off
+	iter *taskIter        // the hook-free mode's iterator; nil in the other modes
 	// ioKeys, ioDone and ioVals are InFlight's batch buffers, kept from tick to tick.
 	ioKeys []uint64
 	ioDone []ioTcIoDoneKey
@@ -148,6 +153,11 @@ func Open(cfg Config) (t *Tracker, err error) {
 	if err := t.attach(coll); err != nil {
 		return nil, err
 	}
+	if cfg.Syscalls == SyscallsTick {
+		if t.iter, err = openTaskIter(coll, cfg.Capacity); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.IO {
 		if t.io, err = loadIO(); err != nil {
 			return nil, err
@@ -192,6 +202,10 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 		passive = 1
 		delete(spec.Programs, threadcapProgOnSysEnter)
 		delete(spec.Programs, threadcapProgOnSysExit)
+	case SyscallsTick:
+		if err := hookFree(spec, cfg); err != nil {
+			return err
+		}
 	default:
 		_, err := ParseSyscallMode(string(cfg.Syscalls))
 		return err
@@ -242,6 +256,8 @@ func (t *Tracker) Close() error {
 		errs = append(errs, l.Close())
 	}
 	t.links = nil
+	errs = append(errs, t.iter.close())
+	t.iter = nil
 	if t.records != nil {
 		errs = append(errs, t.records.unmap())
 		t.records = nil

@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//go:build ignore
+/*
+ * The hook-free mode (syscalls: tick): no program on any scheduler, syscall, timer or idle
+ * hook. At each tick user space runs this task iterator once; it reads every task and
+ * writes its record in threadcap.bpf.c's records array (shared with the loader's
+ * MapReplacements), so that the sampler reads rows exactly as it does in the other modes.
+ *
+ * What a visit knows is the task's state at the visit and the kernel's own cumulative
+ * counters: se.sum_exec_runtime (CPU time), sched_info.run_delay (completed waits for a
+ * CPU), nvcsw/nivcsw. A record's times are cumulative at the ticks, the CPU and runnable
+ * ones the kernel's; the rest of each interval (neither running nor a completed wait) is
+ * given to the off-CPU state seen at its end, else at its start, else to sleeping when the
+ * thread slept in between (a voluntary switch), else to runnable (a wait still in progress,
+ * which the kernel counts once it ends: the next interval gives it back).
+ *
+ * The record's view is laid out so that the sampler's arithmetic (state_ns up to since_ns,
+ * plus the stretch since) gives those cumulative times at the tick: since_ns is the first
+ * tick at which the thread was seen in its state with no switch since, and state_ns of
+ * the current state is stored less that stretch. A thread asleep with no switch since the
+ * last write needs no write at all: the stretch grows with the ticks, as its time does.
+ *
+ * Exits: a task no longer in the kernel's task list is not visited; the final call of an
+ * iteration (task NULL) marks every record not visited at this tick dead, as of the last
+ * tick it was seen. A zombie still listed is marked dead at its visit, with its final counts.
+ */
+#include "include/vmlinux.h"
+#include "include/bpf_helpers.h"
+#include "include/bpf_tracing.h"
+#include "include/bpf_core_read.h"
+#include "threadcap.h"
+#include "seqclaim.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* task->__state bits (include/linux/sched.h). */
+#define TASK_UNINTERRUPTIBLE 0x0002
+#define __TASK_STOPPED 0x0004
+#define __TASK_TRACED 0x0008
+#define TASK_DEAD 0x0080
+#define TASK_WAKING 0x0200
+#define TASK_NOLOAD 0x0400
+#define PF_KTHREAD 0x00200000
+#define ENOSYS 38
+
+/*
+ * The task fields this object reads beyond vmlinux.h's. The ___tc flavour is matched to
+ * the kernel's task_struct by CO-RE, which ignores the suffix.
+ */
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+struct thread_info___tc {
+	__u32 cpu;
+};
+struct sched_info___tc {
+	unsigned long long run_delay;
+};
+struct task_struct___tc {
+	struct thread_info___tc thread_info;
+	unsigned int __state;
+	int on_cpu;
+	struct sched_entity se;
+	struct sched_info___tc sched_info;
+	unsigned int flags;
+	int exit_state;
+	__u64 start_time;
+	pid_t pid;
+	pid_t tgid;
+	unsigned long nvcsw;
+	unsigned long nivcsw;
+	__u64 self_exec_id;
+	char comm[16];
+	struct css_set *cgroups;
+};
+struct bpf_iter_meta;
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
+};
+#pragma clang attribute pop
+
+volatile const __u32 capacity = 1; /* = max_entries of records */
+
+/* The tick this iteration is for (CLOCK_MONOTONIC ns), set by user space before it runs. */
+__u64 tick_ns = 0;
+/* The tick of the previous iteration: a record untouched since then was quiet until it. */
+__u64 prev_tick_ns = 0;
+/* Slots handed out so far; user space copies it to threadcap.bpf.c's slots_used. */
+__u64 slots_used = 0;
+
+/* Shared with threadcap.bpf.c: replaced at load by its maps (same definitions). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct record);
+	__uint(max_entries, 1);
+} records SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} free_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_slot);
+} task_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, enum tc_counter);
+	__type(value, __u64);
+	__uint(max_entries, TC_NR_COUNTERS);
+} counters SEC(".maps");
+
+/* This object's own. The tick each slot's thread was last visited at, by slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1);
+} seen_at SEC(".maps");
+
+/* What a task's last write knew: the kernel's counters then and the cumulative times. */
+struct tc_iter_task {
+	__u64 tick_ns;   /* the tick of the last write */
+	__u64 exec;      /* se.sum_exec_runtime then */
+	__u64 run_delay; /* sched_info.run_delay then */
+	__u64 cum[TC_TIMED_STATES]; /* cumulative time per state at tick_ns */
+	__u64 exec_id;   /* self_exec_id: an exec changes it */
+	__u32 base_nvcsw, base_nivcsw; /* the counts at first sight: records count from 0 */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tc_iter_task);
+} iter_tasks SEC(".maps");
+
+static __always_inline void count(enum tc_counter which)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+
+	if (c)
+		*c += 1;
+}
+
+/* Nothing else writes records in this mode; the claim keeps readers' protocol all the same. */
+static __always_inline __u32 claim(struct record *r)
+{
+	__u32 c = seq_claim(&r->seq, bpf_get_smp_processor_id(), TC_CLAIM_WAIT);
+
+	if (!c)
+		count(TC_WRITE_CONFLICTS);
+	return c;
+}
+
+static __always_inline bool off_cpu_state(__u8 st)
+{
+	return st == TC_SLEEPING || st == TC_UNINTERRUPTIBLE || st == TC_STOPPED;
+}
+
+/* The state of a task at the visit: on a CPU, waiting for one, or its sleep's kind. */
+static __always_inline __u8 observed_state(struct task_struct___tc *task)
+{
+	unsigned int s = task->__state;
+
+	if (task->on_cpu)
+		return TC_ON_CPU;
+	if (s == 0 || (s & TASK_WAKING))
+		return TC_RUNNABLE;
+	if (s & (__TASK_STOPPED | __TASK_TRACED))
+		return TC_STOPPED;
+	/* TASK_IDLE (uninterruptible + noload) is how idle kernel threads wait: not D. */
+	if ((s & TASK_UNINTERRUPTIBLE) && !(s & TASK_NOLOAD))
+		return TC_UNINTERRUPTIBLE;
+	return TC_SLEEPING;
+}
+
+/* The syscall an off-CPU task is in, from the user registers saved at kernel entry (as
+ * threadcap.bpf.c's read_syscall): NO_SYSCALL for a kernel thread or outside one. */
+static __always_inline __s32 saved_syscall(struct task_struct___tc *task, __u64 *args)
+{
+	struct pt_regs *regs;
+	long nr;
+
+	if (task->flags & PF_KTHREAD)
+		return TC_NO_SYSCALL;
+	regs = (struct pt_regs *)bpf_task_pt_regs((struct task_struct *)task);
+	if (!regs)
+		return TC_NO_SYSCALL;
+#if defined(__TARGET_ARCH_x86)
+	nr = regs->orig_ax;
+	if (nr < 0 || regs->ax != (unsigned long)-ENOSYS)
+		return TC_NO_SYSCALL;
+	args[0] = regs->di;
+	args[1] = regs->si;
+	args[2] = regs->dx;
+	args[3] = regs->r10;
+	args[4] = regs->r8;
+	args[5] = regs->r9;
+#else
+	nr = regs->syscallno;
+	if (nr < 0)
+		return TC_NO_SYSCALL;
+	args[0] = regs->orig_x0;
+	args[1] = regs->regs[1];
+	args[2] = regs->regs[2];
+	args[3] = regs->regs[3];
+	args[4] = regs->regs[4];
+	args[5] = regs->regs[5];
+#endif
+	return nr;
+}
+
+/* The process context a write refreshes: tid and tgid change at a non-leader's exec. */
+static __always_inline void write_identity(struct record *r, struct task_struct___tc *task)
+{
+	r->tid = task->pid;
+	r->tgid = task->tgid;
+	r->cgroup_id = task->cgroups->dfl_cgrp->kn->id;
+	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), task->comm);
+}
+
+/*
+ * Writes the view of the thread at tick from the cumulative times in it, in state st.
+ * since_ns moves to the tick on a change of state or a switch (the state began somewhere
+ * in the interval); otherwise the thread has been in st since at least since_ns.
+ */
+static __always_inline void write_view(struct record *r, struct task_struct___tc *task,
+				       struct tc_iter_task *it, __u8 st, bool moved, __u64 tick)
+{
+	struct tc_view *v = &r->live;
+	__u64 args[6] = {};
+	__s32 nr;
+	int i;
+
+	if (moved || st != v->state) {
+		v->prev_state = v->state;
+		v->since_ns = tick;
+	}
+	v->state = st;
+	for (i = 0; i < TC_TIMED_STATES; i++)
+		v->state_ns[i] = it->cum[i];
+	/* The sampler adds the stretch since since_ns to the current state. */
+	if (st < TC_TIMED_STATES)
+		v->state_ns[st] -= tick - v->since_ns;
+	v->cpu_ns = it->cum[TC_ON_CPU];
+	v->cpu_at_ns = tick;
+	v->nvcsw = (__u32)task->nvcsw - it->base_nvcsw;
+	v->nivcsw = (__u32)task->nivcsw - it->base_nivcsw;
+	v->cpu = task->thread_info.cpu;
+	nr = TC_NO_SYSCALL;
+	if (st != TC_ON_CPU && st != TC_DEAD)
+		nr = saved_syscall(task, args);
+	/* The same syscall with no switch since: the same call, in it since at least then. */
+	if (nr != v->sc_nr || moved) {
+		v->sc_enter_ns = tick;
+		v->sc_on_cpu_ns = it->cum[TC_ON_CPU];
+	}
+	v->sc_nr = nr;
+	for (i = 0; i < 6; i++)
+		v->sc_args[i] = args[i];
+}
+
+/* Gives a task seen for the first time a record, with no time in it yet. */
+static __noinline void first_record(struct task_struct___tc *task, struct task_slot *ts,
+				    struct tc_iter_task *it, __u64 tick)
+{
+	struct record *r;
+	__u64 *seen;
+	__u32 idx, c;
+	int i;
+
+	if (bpf_map_pop_elem(&free_slots, &idx)) {
+		__u64 n = __sync_fetch_and_add(&slots_used, 1);
+
+		if (n >= capacity) {
+			__sync_fetch_and_sub(&slots_used, 1);
+			if (!ts->untracked) {
+				ts->untracked = 1;
+				count(TC_UNTRACKED_THREADS);
+			}
+			count(TC_LOST_UPDATES);
+			return;
+		}
+		idx = n;
+	}
+	r = bpf_map_lookup_elem(&records, &idx);
+	seen = bpf_map_lookup_elem(&seen_at, &idx);
+	if (!r || !seen)
+		return;
+	c = claim(r);
+	if (!c) {
+		bpf_map_push_elem(&free_slots, &idx, 0);
+		return;
+	}
+	ts->slot = idx + 1;
+	ts->untracked = 0;
+	it->tick_ns = tick;
+	it->exec = task->se.sum_exec_runtime;
+	it->run_delay = task->sched_info.run_delay;
+	for (i = 0; i < TC_TIMED_STATES; i++)
+		it->cum[i] = 0;
+	it->exec_id = task->self_exec_id;
+	it->base_nvcsw = task->nvcsw;
+	it->base_nivcsw = task->nivcsw;
+
+	write_identity(r, task);
+	r->start_ns = task->start_time;
+	r->exec_gen = 0;
+	r->exec_ns = it->exec;
+	r->tick_ns = 0; /* the live view is the view at the tick */
+	r->stacks_at_tick = 0;
+	r->live.state = observed_state(task);
+	r->live.prev_state = r->live.state;
+	r->live.since_ns = tick;
+	r->live.sc_nr = TC_NO_SYSCALL;
+	r->live.last_sc_nr = TC_NO_SYSCALL;
+	r->live.last_sc_ret = 0;
+	r->live.kstack = 0;
+	r->live.ustack = 0;
+	write_view(r, task, it, r->live.state, true, tick);
+	seq_release(&r->seq, c);
+	*seen = tick;
+}
+
+/*
+ * Brings a known thread's record to tick. A thread asleep (or stopped) since its last
+ * write, with no switch and no CPU time since, is left as it is: its view already says so.
+ */
+static __always_inline void update_record(struct record *r, struct task_struct___tc *task,
+					  struct tc_iter_task *it, bool dead, __u64 tick)
+{
+	__u64 exec = task->se.sum_exec_runtime, run = task->sched_info.run_delay;
+	__u32 nv = (__u32)task->nvcsw - it->base_nvcsw, niv = (__u32)task->nivcsw - it->base_nivcsw;
+	__u8 old = r->live.state, st = dead ? TC_DEAD : observed_state(task), target;
+	bool slept = nv != r->live.nvcsw, moved = slept || niv != r->live.nivcsw;
+	__u64 from = it->tick_ns, prev = prev_tick_ns, dcpu, drun;
+	__s64 rest;
+	__u32 c;
+
+	if (tick <= from)
+		return; /* visited twice in one iteration */
+	if (!dead && st == old && !moved && off_cpu_state(st) && exec == it->exec &&
+	    run == it->run_delay && task->self_exec_id == it->exec_id)
+		return;
+	/* Quiet since the last write up to the previous iteration: in old all along. */
+	if (prev > from && prev < tick) {
+		if (old < TC_TIMED_STATES)
+			it->cum[old] += prev - from;
+		from = prev;
+	}
+	dcpu = exec - it->exec;
+	drun = run - it->run_delay;
+	rest = (__s64)(tick - from) - (__s64)dcpu - (__s64)drun;
+	if (off_cpu_state(st))
+		target = st;
+	else if (off_cpu_state(old))
+		target = old;
+	else
+		target = slept ? TC_SLEEPING : TC_RUNNABLE;
+	it->cum[TC_ON_CPU] += dcpu;
+	it->cum[TC_RUNNABLE] += drun;
+	if (target < TC_TIMED_STATES)
+		it->cum[target] += rest;
+	it->tick_ns = tick;
+	it->exec = exec;
+	it->run_delay = run;
+
+	c = claim(r);
+	if (!c)
+		return;
+	if (task->self_exec_id != it->exec_id) {
+		it->exec_id = task->self_exec_id;
+		r->exec_gen++;
+	}
+	write_identity(r, task);
+	r->exec_ns = exec;
+	write_view(r, task, it, st, moved, tick);
+	seq_release(&r->seq, c);
+}
+
+/* One task of the iteration. */
+static __always_inline void visit(struct task_struct___tc *task, __u64 tick)
+{
+	struct task_struct *t = (struct task_struct *)task;
+	bool dead = task->exit_state != 0;
+	struct tc_iter_task *it;
+	struct task_slot *ts;
+	struct record *r = NULL;
+	__u64 *seen;
+	__u32 idx = 0;
+
+	/* A zombie not yet known is not worth a record: it will never run again. */
+	ts = bpf_task_storage_get(&task_slots, t, 0, dead ? 0 : BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		return;
+	it = bpf_task_storage_get(&iter_tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!it) {
+		count(TC_LOST_UPDATES);
+		return;
+	}
+	if (ts->slot) {
+		idx = ts->slot - 1;
+		r = bpf_map_lookup_elem(&records, &idx);
+		/* Its record given up (the exec of a non-leader takes the leader's start
+		 * time) or freed: it starts afresh. */
+		if (r && (r->start_ns != task->start_time || r->live.state == TC_DEAD || !r->tid))
+			r = NULL;
+	}
+	if (!r) {
+		if (!dead)
+			first_record(task, ts, it, tick);
+		return;
+	}
+	update_record(r, task, it, dead, tick);
+	seen = bpf_map_lookup_elem(&seen_at, &idx);
+	if (seen)
+		*seen = tick;
+	if (dead) {
+		bpf_task_storage_delete(&task_slots, t);
+		bpf_task_storage_delete(&iter_tasks, t);
+	}
+}
+
+/* A record whose thread this iteration did not visit: the thread is gone. Its last
+ * stretch, from the last tick it was seen at to its exit, is not known: none is counted. */
+static long sweep_one(__u64 i, void *data)
+{
+	__u64 tick = *(__u64 *)data, last;
+	__u32 idx = i, c;
+	struct record *r = bpf_map_lookup_elem(&records, &idx);
+	__u64 *seen = bpf_map_lookup_elem(&seen_at, &idx);
+	struct tc_view *v;
+	__u8 old;
+
+	if (!r || !seen)
+		return 1;
+	if (!r->tid || r->live.state == TC_DEAD || *seen == tick)
+		return 0;
+	c = claim(r);
+	if (!c)
+		return 0;
+	v = &r->live;
+	last = *seen;
+	old = v->state;
+	if (old < TC_TIMED_STATES && last > v->since_ns)
+		v->state_ns[old] += last - v->since_ns;
+	v->prev_state = old;
+	v->state = TC_DEAD;
+	v->since_ns = last;
+	v->sc_nr = TC_NO_SYSCALL;
+	seq_release(&r->seq, c);
+	return 0;
+}
+
+SEC("iter/task")
+int read_tasks(struct bpf_iter__task *ctx)
+{
+	struct task_struct___tc *task = (void *)ctx->task;
+	__u64 tick = tick_ns, n;
+
+	if (!tick)
+		return 0;
+	if (!task) {
+		/* The iteration's end: every thread still there has been seen. */
+		n = slots_used;
+		if (n > capacity)
+			n = capacity;
+		bpf_loop(n, sweep_one, &tick, 0);
+		prev_tick_ns = tick;
+		return 0;
+	}
+	if (task->pid)
+		visit(task, tick);
+	return 0;
+}

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// taskIter is the hook-free mode's kernel side (taskiter.bpf.c): a task iterator that,
+// run once per tick, writes every thread's record in the tracker's records array.
+type taskIter struct {
+	coll *ebpf.Collection
+	link *link.Iter
+}
+
+// openTaskIter loads the iterator over the maps of the tracker's collection shared (the
+// records, the slots free and in use, the counters) and makes its link, ready to run.
+func openTaskIter(shared *ebpf.Collection, capacity uint32) (ti *taskIter, err error) {
+	spec, err := loadTaskiter()
+	if err != nil {
+		return nil, err
+	}
+	spec.Maps[taskiterMapRecords].MaxEntries = capacity
+	spec.Maps[taskiterMapFreeSlots].MaxEntries = capacity
+	spec.Maps[taskiterMapSeenAt].MaxEntries = capacity
+	if err := spec.Variables[taskiterVarCapacity].Set(capacity); err != nil {
+		return nil, fmt.Errorf("setting capacity: %w", err)
+	}
+	replace := map[string]*ebpf.Map{}
+	for _, name := range []string{taskiterMapRecords, taskiterMapFreeSlots, taskiterMapTaskSlots, taskiterMapCounters} {
+		replace[name] = shared.Maps[name]
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: replace})
+	if err != nil {
+		return nil, explain(fmt.Errorf("loading the task iterator: %w", err))
+	}
+	ti = &taskIter{coll: coll}
+	defer func() {
+		if err != nil {
+			ti.close()
+			ti = nil
+		}
+	}()
+	if ti.link, err = link.AttachIter(link.IterOptions{Program: coll.Programs[taskiterProgReadTasks]}); err != nil {
+		return nil, explain(fmt.Errorf("making the task iterator: %w", err))
+	}
+	return ti, nil
+}
+
+// run walks every task once, for the tick mono, and returns the slots handed out so far.
+// The iterator writes nothing to read: reading to the end runs it, in this thread, on
+// this CPU, one task after another.
+func (ti *taskIter) run(mono uint64) (uint64, error) {
+	if err := ti.coll.Variables[taskiterVarTickNs].Set(mono); err != nil {
+		return 0, fmt.Errorf("setting the tick: %w", err)
+	}
+	rd, err := ti.link.Open()
+	if err != nil {
+		return 0, fmt.Errorf("starting the task iterator: %w", err)
+	}
+	_, err = io.Copy(io.Discard, rd)
+	err = errors.Join(err, rd.Close())
+	if err != nil {
+		return 0, fmt.Errorf("running the task iterator: %w", err)
+	}
+	var used uint64
+	if err := ti.coll.Variables[taskiterVarSlotsUsed].Get(&used); err != nil {
+		return 0, fmt.Errorf("reading the slots used: %w", err)
+	}
+	return used, nil
+}
+
+func (ti *taskIter) close() error {
+	if ti == nil {
+		return nil
+	}
+	var err error
+	if ti.link != nil {
+		err = ti.link.Close()
+	}
+	ti.coll.Close()
+	return err
+}
+
+// Iterate brings every record up to the tick mono, in the hook-free mode (SyscallsTick),
+// where nothing else writes them: the sampler calls it at each tick, before Scan. In the
+// other modes the hooks keep the records current and it does nothing.
+func (t *Tracker) Iterate(mono uint64) error {
+	if t.iter == nil {
+		return nil
+	}
+	used, err := t.iter.run(mono)
+	if err != nil {
+		return err
+	}
+	// Slots reads the high-water mark from the tracker's object, where the hooks keep it.
+	return t.coll.Variables[threadcapVarSlotsUsed].Set(used)
+}
+
+// hookFree drops every hook program of the tracker's object: in the hook-free mode only
+// its maps are loaded, which the iterator writes and the sampler reads.
+func hookFree(spec *ebpf.CollectionSpec, cfg Config) error {
+	if len(cfg.Spans) > 0 {
+		return fmt.Errorf("spans need syscalls %s or %s: in %s mode nothing would keep their threads' times",
+			SyscallsFull, SyscallsPassive, SyscallsTick)
+	}
+	for name, p := range spec.Programs {
+		if p.Type == ebpf.Tracing {
+			delete(spec.Programs, name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package bpf
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/threadcap/threadcap/state"
+	"github.com/threadcap/threadcap/test/workload"
+)
+
+// tickRead runs the iteration for a tick at now and returns thread tid's record as of it
+// (ok false when it has none), and the tick.
+func tickRead(t *testing.T, tr *Tracker, tid int) (state.Thread, uint32, uint64, bool) {
+	t.Helper()
+	tick := Now()
+	if err := tr.Iterate(tick); err != nil {
+		t.Fatalf("Iterate: %v", err)
+	}
+	var got state.Thread
+	var slot uint32
+	var seen bool
+	tr.Scan(0, tick, nil, func(s uint32, th *state.Thread) {
+		if int(th.Tid) == tid {
+			got, slot, seen = *th, s, true
+		}
+	})
+	return got, slot, tick, seen
+}
+
+// tickFind iterates until thread tid's record satisfies ok, for 5 s at most.
+func tickFind(t *testing.T, tr *Tracker, tid int, ok func(*state.Thread) bool) state.Thread {
+	t.Helper()
+	var last state.Thread
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		th, _, _, seen := tickRead(t, tr, tid)
+		if seen && ok(&th) {
+			return th
+		}
+		last = th
+	}
+	t.Fatalf("record for thread %d never matched; last: %+v", tid, last)
+	return last
+}
+
+func sum(times [state.TimedStates]uint64) uint64 {
+	var n uint64
+	for _, ns := range times {
+		n += ns
+	}
+	return n
+}
+
+func TestTickModeSpinnerMatchesSchedstat(t *testing.T) {
+	tr := openTracker(t, Config{Syscalls: SyscallsTick})
+	spin := workload.Spinner(t)
+	tickRead(t, tr, spin.Tid) // its first sight: the record counts from there
+	th0, _, tick0, ok0 := tickRead(t, tr, spin.Tid)
+	cpu0, run0 := workload.Schedstat(t, spin.Tid)
+	time.Sleep(time.Second)
+	th1, _, tick1, ok1 := tickRead(t, tr, spin.Tid)
+	cpu1, run1 := workload.Schedstat(t, spin.Tid)
+	if !ok0 || !ok1 {
+		t.Fatalf("no record for the spinner")
+	}
+	if th1.State != state.OnCPU && th1.State != state.Runnable {
+		t.Errorf("spinner is %v, want on_cpu or runnable", th1.State)
+	}
+	got, want := float64(th1.CPUAt(tick1)-th0.CPUAt(tick0)), float64(cpu1-cpu0)
+	t0, t1 := th0.TimesAt(tick0), th1.TimesAt(tick1)
+	runnable, runDelay := float64(t1[state.Runnable]-t0[state.Runnable]), float64(run1-run0)
+	t.Logf("on CPU: record %.0f ns, schedstat %.0f ns; runnable %.0f ns, run_delay %.0f ns; interval %d ns",
+		got, want, runnable, runDelay, tick1-tick0)
+	if !within(got, want, 0.02) {
+		t.Errorf("record says %.0f ns on CPU, schedstat %.0f ns: more than 2%% apart", got, want)
+	}
+	if want < float64(50*time.Millisecond) {
+		t.Errorf("the spinner ran only %.0f ns: nothing to compare", want)
+	}
+	// The wait in progress at a tick is the kernel's only once it ends: a wait's worth.
+	if d := runnable - runDelay; d > 0.02*runDelay+20e6 || d < -(0.02*runDelay+20e6) {
+		t.Errorf("runnable %.0f ns, run_delay %.0f ns: more than 2%% (or 20 ms) apart", runnable, runDelay)
+	}
+	if th1.CPUAt(tick1) != t1[state.OnCPU] {
+		t.Errorf("on-CPU time %d ns is not the kernel's count %d ns", t1[state.OnCPU], th1.CPUAt(tick1))
+	}
+	if got, want := sum(t1)-sum(t0), tick1-tick0; got != want {
+		t.Errorf("the times add up to %d ns, the interval is %d ns", got, want)
+	}
+}
+
+func TestTickModeSleeperIsInNanosleep(t *testing.T) {
+	tr := openTracker(t, Config{Syscalls: SyscallsTick})
+	sl := workload.Sleeper(t)
+	th := tickFind(t, tr, sl.Tid, func(th *state.Thread) bool {
+		return th.State == state.Sleeping && state.SyscallName(th.Syscall) == "nanosleep" && th.Voluntary > 0
+	})
+	// Asleep since at least the tick it was first seen asleep at, and in nanosleep as long.
+	if th.SinceNs == 0 || th.SyscallNs == 0 {
+		t.Errorf("sleeper's state or syscall has no start: %+v", th)
+	}
+	times := th.TimesAt(th.CPUSyncNs)
+	if times[state.Sleeping] == 0 || times[state.Uninterruptible] != 0 {
+		t.Errorf("sleeper's times: %v, want sleeping only (and a little CPU)", times)
+	}
+}
+
+func TestTickModeVforkParentIsUninterruptible(t *testing.T) {
+	tr := openTracker(t, Config{Syscalls: SyscallsTick})
+	p := workload.VforkParent(t, 5*time.Second)
+	th := tickFind(t, tr, p.Pid, func(th *state.Thread) bool { return th.State == state.Uninterruptible })
+	if name := state.SyscallName(th.Syscall); name != "vfork" {
+		t.Errorf("vfork parent is in syscall %q, want vfork", name)
+	}
+	// Seen in D at two ticks a second apart: the second interval is all D.
+	time.Sleep(time.Second)
+	th0, _, tick0, _ := tickRead(t, tr, p.Pid)
+	time.Sleep(time.Second)
+	th1, _, tick1, _ := tickRead(t, tr, p.Pid)
+	d := th1.TimesAt(tick1)[state.Uninterruptible] - th0.TimesAt(tick0)[state.Uninterruptible]
+	t.Logf("uninterruptible %d ns of %d ns", d, tick1-tick0)
+	if th1.State != state.Uninterruptible || d != tick1-tick0 {
+		t.Errorf("vfork parent was uninterruptible %d ns of %d ns (state %v)", d, tick1-tick0, th1.State)
+	}
+}
+
+// A thread that exits is marked dead at the next iteration, and its slot, once freed, is
+// handed to another thread.
+func TestTickModeExitedThreadIsDead(t *testing.T) {
+	tr := openTracker(t, Config{Syscalls: SyscallsTick})
+	stop, tids := make(chan struct{}), make(chan int)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		tids <- syscall.Gettid()
+		<-stop
+	}()
+	tid := <-tids
+	tickFind(t, tr, tid, func(th *state.Thread) bool { return th.State != state.Dead })
+	close(stop)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thread %d did not exit", tid)
+		}
+	}
+	th, slot, _, seen := tickRead(t, tr, tid)
+	if !seen || th.State != state.Dead {
+		t.Fatalf("exited thread %d: record %v, state %v; want dead", tid, seen, th.State)
+	}
+	if err := tr.Free(slot); err != nil {
+		t.Fatalf("Free(%d): %v", slot, err)
+	}
+	if _, _, _, seen := tickRead(t, tr, tid); seen {
+		t.Errorf("thread %d still has a record after its slot was freed", tid)
+	}
+	// A new process: the one task sure to be new at the next iteration.
+	pid := workload.Process(t, exec.Command("sleep", "10"))
+	th, got, _, seen := tickRead(t, tr, pid)
+	if !seen || th.State == state.Dead {
+		t.Fatalf("no record for new process %d", pid)
+	}
+	if got != slot {
+		t.Errorf("new process %d has slot %d; want the freed slot %d", pid, got, slot)
+	}
+}
+
+// hooksOf lists the links attached in the whole kernel whose programs use the tracker's
+// records map: the tracker's own, by program name and link type.
+func hooksOf(t *testing.T, tr *Tracker) map[string]link.Type {
+	t.Helper()
+	info, err := tr.coll.Maps[threadcapMapRecords].Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, _ := info.ID()
+	hooks := map[string]link.Type{}
+	var it link.Iterator
+	defer it.Close()
+	for it.Next() {
+		li, err := it.Link.Info()
+		if err != nil {
+			continue // gone meanwhile
+		}
+		prog, err := ebpf.NewProgramFromID(li.Program)
+		if err != nil {
+			continue
+		}
+		pi, err := prog.Info()
+		prog.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps, _ := pi.MapIDs()
+		if slices.Contains(maps, records) {
+			hooks[pi.Name] = li.Type
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return hooks
+}
+
+// No program of the hook-free mode is attached to a tracepoint: the task iterator's link
+// is the only one, and it runs only when read. The same listing finds the hooks of the
+// passive mode, so it would see them.
+func TestTickModeAttachesNoHook(t *testing.T) {
+	tick := openTracker(t, Config{Syscalls: SyscallsTick})
+	hooks := hooksOf(t, tick)
+	t.Logf("hook-free mode's links: %v", hooks)
+	if len(hooks) != 1 || hooks["read_tasks"] != link.IterType {
+		t.Errorf("links of the hook-free mode: %v; want only read_tasks, an iterator", hooks)
+	}
+	passive := openTracker(t, Config{Syscalls: SyscallsPassive})
+	hooks = hooksOf(t, passive)
+	t.Logf("passive mode's links: %v", hooks)
+	for _, name := range []string{"on_switch", "on_wakeup", "on_idle", "on_timer"} {
+		if typ, ok := hooks[name]; !ok || typ == link.IterType {
+			t.Errorf("the listing does not find passive mode's %s: %v", name, hooks)
+		}
+	}
+}
