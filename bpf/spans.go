@@ -159,17 +159,15 @@ func spanFrame(f *threadcapTcSpanFrame) SpanFrame {
 	return SpanFrame{Span: f.Span, StartNs: f.StartNs, Text: string(text), Int: f.IntArg}
 }
 
-// SpanThreads calls fn for every thread with an open span, or one whose span at the last
-// tick is kept, reading the threads in batches (a syscall per spanBatch threads).
+// SpanThreads calls fn for every thread with an open span, or one whose span at the tick
+// mono (an instant named by SetTick, 0 for none) is kept, reading the threads in batches
+// (a syscall per spanBatch threads).
 //
 // A copy made by syscall may interleave with a probe's write however seq falls in it, so
-// the threads are read twice, and a thread is taken only when both copies are equal and
-// seq is even: seq is the same in both only if no write began or ended between the two
-// reads of it, and the bytes that a write in progress during the first copy tore differ
-// from what the second copy reads, unless a later write put back the very same bytes
-// (timestamps, which never repeat). A thread whose copies differ is read again, alone,
+// the threads are read twice, and a thread is taken when the two copies agree on what the
+// rows of tick mono need (see agree). A thread whose copies do not is read again, alone,
 // a few times; a thread still torn is left out for this tick and counted (TornReads).
-func (t *Tracker) SpanThreads(fn func(*SpanThread)) error {
+func (t *Tracker) SpanThreads(mono uint64, fn func(*SpanThread)) error {
 	if t.spans == 0 {
 		return nil
 	}
@@ -195,8 +193,8 @@ func (t *Tracker) SpanThreads(fn func(*SpanThread)) error {
 		if !ok {
 			continue // deleted between the reads: the thread exited
 		}
-		if v.Seq&1 != 0 || *v != t.spanSecond[j].val {
-			if !t.spanThreadAgain(m, t.spanFirst[i].key, v) {
+		if !agree(v, &t.spanSecond[j].val, mono) {
+			if !t.spanThreadAgain(m, t.spanFirst[i].key, v, mono) {
 				t.torn.Add(1)
 				continue
 			}
@@ -228,9 +226,31 @@ func (t *Tracker) readSpanThreads(m *ebpf.Map, into []spanEntry) ([]spanEntry, e
 	return into, err
 }
 
-// spanThreadAgain reads one thread's entry into v until two copies in a row agree and
-// are even, a few times at most.
-func (t *Tracker) spanThreadAgain(m *ebpf.Map, key uint32, v *threadcapTcSpanThread) bool {
+// agree reports whether two copies of a thread's entry, a taken before b, are whole as
+// far as tick mono needs, and then leaves in a what to use.
+//
+// Equal and even: seq is the same in both only if no write began or ended between the two
+// reads of it, and the bytes that a write in progress during the first copy tore differ
+// from what the second copy reads, unless a later write put back the very same bytes
+// (timestamps, which never repeat). Under a database's load a thread's spans change
+// faster than that (two writes a query), but then its first probe after the tick has kept
+// the span at the tick, written once per tick before tick_ns: two copies that both hold
+// tick_ns = mono and the same kept span agree on all a row needs.
+func agree(a, b *threadcapTcSpanThread, mono uint64) bool {
+	if a.Seq&1 == 0 && *a == *b {
+		return true
+	}
+	if mono == 0 || a.TickNs != mono || b.TickNs != mono || a.Tid != b.Tid || a.TaskStartNs != b.TaskStartNs ||
+		a.AtTickOpen != b.AtTickOpen || a.AtTick != b.AtTick {
+		return false
+	}
+	*a = *b
+	return true
+}
+
+// spanThreadAgain reads one thread's entry into v until two copies in a row agree (see
+// agree), a few times at most.
+func (t *Tracker) spanThreadAgain(m *ebpf.Map, key uint32, v *threadcapTcSpanThread, mono uint64) bool {
 	var again threadcapTcSpanThread
 	if m.Lookup(key, v) != nil {
 		return false
@@ -239,7 +259,7 @@ func (t *Tracker) spanThreadAgain(m *ebpf.Map, key uint32, v *threadcapTcSpanThr
 		if m.Lookup(key, &again) != nil {
 			return false
 		}
-		if again.Seq&1 == 0 && again == *v {
+		if agree(v, &again, mono) {
 			return true
 		}
 		*v = again

@@ -117,7 +117,7 @@ func TestOpenSpansAndExitInside(t *testing.T) {
 	var got *SpanThread
 	for deadline := time.Now().Add(5 * time.Second); got == nil && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
-		if err := tr.SpanThreads(func(th *SpanThread) {
+		if err := tr.SpanThreads(0, func(th *SpanThread) {
 			if th.Tid == pid && len(th.Frames) == 2 {
 				c := *th
 				c.Frames = append([]SpanFrame(nil), th.Frames...)
@@ -138,7 +138,7 @@ func TestOpenSpansAndExitInside(t *testing.T) {
 	_ = cmd.Wait()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		left := 0
-		_ = tr.SpanThreads(func(th *SpanThread) {
+		_ = tr.SpanThreads(0, func(th *SpanThread) {
 			if th.Tid == pid {
 				left++
 			}

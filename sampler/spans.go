@@ -11,8 +11,9 @@ import (
 
 // SpanSource reads the spans the kernel side keeps; *bpf.Tracker implements it.
 type SpanSource interface {
-	// SpanThreads calls fn for every thread with an open span.
-	SpanThreads(fn func(*bpf.SpanThread)) error
+	// SpanThreads calls fn for every thread with an open span, or with its span at the
+	// tick mono (an instant named by SetTick) kept.
+	SpanThreads(mono uint64, fn func(*bpf.SpanThread)) error
 	// SpanStats reads the cumulative sums of span ids 0..n-1.
 	SpanStats(n int) ([]bpf.SpanStats, error)
 }
@@ -43,7 +44,7 @@ type spans struct {
 // began and ended since: a query of 0.15 ms open at the instant shows at that tick.
 func (s *Sampler) readOpenSpans(mono uint64) {
 	clear(s.spans.open)
-	err := s.cfg.Spans.SpanThreads(func(th *bpf.SpanThread) {
+	err := s.cfg.Spans.SpanThreads(mono, func(th *bpf.SpanThread) {
 		if f, ok := th.At(mono); ok && int(f.Span) < len(s.cfg.SpanNames) {
 			s.spans.open[th.Tid] = openSpan{taskStart: th.TaskStart, span: f.Span, startNs: f.StartNs, text: f.Text}
 		}

@@ -18,7 +18,7 @@ type fakeSpans struct {
 	stats   []bpf.SpanStats
 }
 
-func (f *fakeSpans) SpanThreads(fn func(*bpf.SpanThread)) error {
+func (f *fakeSpans) SpanThreads(_ uint64, fn func(*bpf.SpanThread)) error {
 	for i := range f.threads {
 		fn(&f.threads[i])
 	}
