@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -40,16 +39,7 @@ func TestAverageActiveThreads(t *testing.T) {
 		workload.Sleeper(t)
 	}
 	dir := t.TempDir()
-	notify := filepath.Join(t.TempDir(), "notify")
-	systemd := daemontest.ListenNotify(t, notify)
-	daemonLog := &daemontest.SyncBuffer{}
-	daemon := exec.Command(bin, "run", "--config", "", "--hz", "10", "--all", "--dir", dir, "--log-level", "warn")
-	daemon.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify)
-	daemon.Stdout, daemon.Stderr = daemonLog, daemonLog
-	workload.Process(t, daemon)
-	if got := daemontest.Receive(t, systemd, patience); got != "READY=1" {
-		t.Fatalf("threadcap notified %q first, want READY=1\n%s", got, daemonLog)
-	}
+	daemon := daemontest.Start(t, bin, patience, "--config", "", "--hz", "10", "--all", "--dir", dir, "--log-level", "warn")
 
 	// The kernel's view 5 ms after each tick of 8 s: every thread in R or D but this
 	// process's, which reads it (its sleepers are never either).
@@ -64,10 +54,7 @@ func TestAverageActiveThreads(t *testing.T) {
 	}
 	last := tick.Add(-100 * time.Millisecond)
 	time.Sleep(time.Second)
-	daemon.Process.Signal(syscall.SIGTERM)
-	if err := daemon.Wait(); err != nil {
-		t.Fatalf("threadcap run: %v\n%s", err, daemonLog)
-	}
+	daemon.Stop(t)
 	// The kernel's view at the ticks the daemon took (a tick that waited too long for a
 	// CPU is skipped, and not in report's average either).
 	rec, err := readRecording(dir)

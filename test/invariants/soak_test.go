@@ -4,12 +4,9 @@ package invariants
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -59,16 +56,7 @@ func TestSoak(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	notify := filepath.Join(t.TempDir(), "notify")
-	systemd := daemontest.ListenNotify(t, notify)
-	daemonLog := &daemontest.SyncBuffer{}
-	daemon := exec.Command(bin, "run", "--config", "", "--hz", "10", "--all", "--dir", dir, "--log-level", "info")
-	daemon.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify)
-	daemon.Stdout, daemon.Stderr = daemonLog, daemonLog
-	workload.Process(t, daemon)
-	if got := daemontest.Receive(t, systemd, patience); got != "READY=1" {
-		t.Fatalf("threadcap notified %q first, want READY=1\n%s", got, daemonLog)
-	}
+	daemon := daemontest.Start(t, bin, patience, "--config", "", "--hz", "10", "--all", "--dir", dir, "--log-level", "info")
 	began := time.Now()
 	time.Sleep(length / 2)
 
@@ -85,11 +73,8 @@ func TestSoak(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	ended := time.Now()
-	daemon.Process.Signal(syscall.SIGTERM)
-	if err := daemon.Wait(); err != nil {
-		t.Fatalf("threadcap run: %v\n%s", err, daemonLog)
-	}
-	stop := stopLine(t, daemonLog.String())
+	daemon.Stop(t)
+	stop := stopLine(t, daemon.Log.String())
 	t.Logf("%v at 10 Hz beside %d long-lived threads, then %d more and %d short ones; the stop line: %v",
 		ended.Sub(began).Round(time.Second), len(quiet), len(stormy), churned, stop)
 

@@ -24,8 +24,10 @@ import (
 	"github.com/threadcap/threadcap/test/privileged"
 )
 
-// pipeline is threadcap wired as `threadcap run` wires it, but in the test's process, so
-// that a test can count what the daemon only logs: kernel records, heap, rows.
+// pipeline is the tracker, sampler and writer of `threadcap run`, in the test's process,
+// so that a test can count what the daemon only logs: kernel records, heap, rows. It is
+// not all of run's wiring: no block I/O, symbolizer, spans or metrics, which these tests
+// do not exercise; the tests that need them run the binary (daemon_test.go).
 type pipeline struct {
 	tracker *bpf.Tracker
 	writer  *output.Writer

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -52,24 +51,7 @@ func TestSpans(t *testing.T) {
 	cfg := filepath.Join(tmp, "threadcap.yaml")
 	writeConfig(t, cfg, dir, filepath.Join(pgBin, "postgres"), work)
 
-	daemon := exec.Command(bin, "run", "--config", cfg, "--hz", "10", "--all", "--log-level", "warn")
-	notify := filepath.Join(tmp, "notify")
-	conn := daemontest.ListenNotify(t, notify)
-	daemon.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify)
-	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = daemon.Process.Kill()
-			_ = daemon.Wait()
-		}
-	})
-	if got := daemontest.Receive(t, conn, time.Minute); got != "READY=1" {
-		t.Fatalf("threadcap said %q, want READY=1", got)
-	}
+	daemon := daemontest.Start(t, bin, time.Minute, "--config", cfg, "--hz", "10", "--all", "--log-level", "warn")
 
 	psql := func(sql string) {
 		if out, err := pg.Psql(sql).CombinedOutput(); err != nil {
@@ -89,13 +71,7 @@ func TestSpans(t *testing.T) {
 	if out, err := exec.Command(work, strconv.Itoa(calls), "5", "10").CombinedOutput(); err != nil {
 		t.Fatalf("spanwork: %v\n%s", err, out)
 	}
-	if err := daemon.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := daemon.Wait(); err != nil {
-		t.Fatalf("threadcap run: %v", err)
-	}
-	stopped = true
+	daemon.Stop(t)
 
 	queries := checkSpansFile(t, dir)
 	checkRows(t, dir)

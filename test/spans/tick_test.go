@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,45 +24,6 @@ import (
 
 // backendCmdline starts the command line of a backend serving the tests' clients.
 const backendCmdline = "postgres: postgres postgres 127.0.0.1"
-
-// daemonRun is a `threadcap run` a test started, waited for until it said READY.
-type daemonRun struct {
-	cmd     *exec.Cmd
-	stopped bool
-}
-
-func startDaemon(t *testing.T, bin, config string, args ...string) *daemonRun {
-	t.Helper()
-	d := &daemonRun{cmd: exec.Command(bin, append([]string{"run", "--config", config, "--log-level", "warn"}, args...)...)}
-	notify := filepath.Join(t.TempDir(), "notify")
-	conn := daemontest.ListenNotify(t, notify)
-	d.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify)
-	d.cmd.Stdout, d.cmd.Stderr = os.Stderr, os.Stderr
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if !d.stopped {
-			_ = d.cmd.Process.Kill()
-			_ = d.cmd.Wait()
-		}
-	})
-	if got := daemontest.Receive(t, conn, time.Minute); got != "READY=1" {
-		t.Fatalf("threadcap said %q, want READY=1", got)
-	}
-	return d
-}
-
-func (d *daemonRun) stop(t *testing.T) {
-	t.Helper()
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	d.stopped = true
-	if err := d.cmd.Wait(); err != nil {
-		t.Fatalf("threadcap run: %v", err)
-	}
-}
 
 // sampleRow is the columns of a samples row these tests read.
 type sampleRow struct {
@@ -163,7 +123,7 @@ spans:
 	}
 	// 100 Hz: each share below is measured over about a thousand rows, so that chance
 	// moves it by a few hundredths at most.
-	d := startDaemon(t, bin, cfg, "--hz", "100", "--all")
+	d := daemontest.Start(t, bin, time.Minute, "--config", cfg, "--log-level", "warn", "--hz", "100", "--all")
 
 	// 200 µs of CPU in the span, then 200 µs outside it: about half the time in it.
 	call := exec.Command(work, "20000", "200us", "0", "0", "200us")
@@ -177,7 +137,7 @@ spans:
 		t.Fatalf("pgbench: %v\n%s", err, out)
 	}
 	benchTo := time.Now()
-	d.stop(t)
+	d.Stop(t)
 
 	rows := sampleRows(t, dir)
 	ticks := tickTimes(t, dir)
@@ -296,7 +256,7 @@ func TestLockPileUpAndSleepingSpans(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, bin, cfg, "--hz", "10")
+	d := daemontest.Start(t, bin, time.Minute, "--config", cfg, "--log-level", "warn", "--hz", "10")
 
 	count := func(sql string) int {
 		out, err := pg.Psql(sql).Output()
@@ -365,7 +325,7 @@ poll:
 		t.Fatalf("spanwork: %v\n%s", err, stderr.String())
 	}
 	sleepTo := time.Now()
-	d.stop(t)
+	d.Stop(t)
 
 	if pids == nil {
 		t.Fatalf("pg_stat_activity never showed the %d waiters: %v", waiters, polls)

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -108,7 +107,13 @@ func TestFrameNames(t *testing.T) {
 		{"c++", func() *exec.Cmd { return exec.Command(build(t, "g++", "testdata/templated.cpp"), "4") }, "work::spin<long>"},
 		{"go", func() *exec.Cmd { return exec.Command(build(t, "go", "./testdata/gospin"), "4") }, "main.spinHere"},
 		{"node", func() *exec.Cmd {
-			return exec.Command(node, "--perf-basic-prof", "testdata/hot.js", "4")
+			script, err := filepath.Abs("testdata/hot.js")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(node, "--perf-basic-prof", script, "4")
+			cmd.Dir = t.TempDir() // where node leaves any log of its own
+			return cmd
 		}, "hotLoopForThreadcap"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -184,35 +189,14 @@ func record(t *testing.T, prog *exec.Cmd, started, done func()) ([]map[string]st
 	if started != nil {
 		started()
 	}
-	daemon := exec.Command(bin, "run", "--config", cfg, "--hz", "20", "--pid", strconv.Itoa(prog.Process.Pid), "--log-level", "warn")
-	notify := filepath.Join(tmp, "notify")
-	conn := daemontest.ListenNotify(t, notify)
-	daemon.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify)
-	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			daemon.Process.Kill()
-			daemon.Wait()
-		}
-	})
-	if got := daemontest.Receive(t, conn, time.Minute); got != "READY=1" {
-		t.Fatalf("threadcap said %q, want READY=1", got)
-	}
+	daemon := daemontest.Start(t, bin, time.Minute, "--config", cfg, "--hz", "20", "--pid", strconv.Itoa(prog.Process.Pid), "--log-level", "warn")
 	if done != nil {
 		done()
 	}
 	if err := prog.Wait(); err != nil {
 		t.Fatalf("%s: %v", prog.Path, err)
 	}
-	daemon.Process.Signal(syscall.SIGTERM)
-	stopped = true
-	if err := daemon.Wait(); err != nil {
-		t.Fatalf("threadcap run: %v", err)
-	}
+	daemon.Stop(t)
 	frames := map[string][]string{}
 	for _, s := range readTable(t, dir, hourfile.Stacks) {
 		frames[s["hash"]] = strings.Split(s["frames"], ";")
