@@ -33,8 +33,9 @@ type reportConfig struct {
 	Dir    string
 	Query  report.Query
 	Format string
-	// Folded prints folded stacks instead of a breakdown.
-	Folded bool
+	// Folded prints folded stacks instead of a breakdown; with Profile, those of the CPU
+	// profile's samples.
+	Folded, Profile bool
 	// Latency prints, per span, percentiles and the split of wall time, from the spans
 	// files, and per disk and operation the percentiles of time queued and at the device,
 	// from the io files, instead of a breakdown.
@@ -94,6 +95,7 @@ func parseReportFlags(args []string, now time.Time, usage io.Writer) (reportConf
 	fs.BoolVar(&cfg.Latency, "latency", false, "per span (spans in the config): count, p50/p90/p99 of wall and on-CPU time, and the average split of wall time; per disk and operation (io on): requests and p50/p90/p99 of time queued and at the device (table and json; csv has the spans)")
 	fs.StringVar(&cfg.HTML, "html", "", "write one self-contained HTML `file` (- for stdout) of the window: active threads over time, top activity with drill-down, latency, stacks and threads, narrowed by selecting and clicking, offline")
 	fs.BoolVar(&cfg.Folded, "folded", false, "folded stacks of the rows that have one (process;user frames;kernel frames count), for flame graph tools")
+	fs.BoolVar(&cfg.Profile, "profile", false, "with --folded: the CPU profile's samples (profile.hz in the config) instead of the rows' stacks: a CPU flame graph; --where on pid, tid, process or thread")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -118,6 +120,9 @@ func parseReportFlags(args []string, now time.Time, usage io.Writer) (reportConf
 	}
 	if n := countTrue(cfg.Folded, timeline != "", cfg.Latency, cfg.HTML != ""); n > 1 {
 		errs = append(errs, errors.New("--folded, --timeline, --latency and --html ask for different reports; give one"))
+	}
+	if cfg.Profile && !cfg.Folded {
+		errs = append(errs, errors.New("--profile is a kind of --folded report: give --folded --profile"))
 	}
 	if len(errs) == 0 {
 		errs = append(errs, cfg.Query.Validate())
@@ -164,6 +169,13 @@ func runReport(cfg reportConfig, out io.Writer) error {
 			return cfg.Readers.explain(err)
 		}
 		return report.RenderLatency(out, lat, cfg.Query.Window, cfg.Format)
+	}
+	if cfg.Folded && cfg.Profile {
+		stacks, _, err := report.FoldedProfile(cfg.Dir, cfg.Query)
+		if err != nil {
+			return cfg.Readers.explain(err)
+		}
+		return report.RenderFolded(out, stacks)
 	}
 	if cfg.Folded {
 		stacks, _, err := report.Folded(cfg.Dir, cfg.Query)

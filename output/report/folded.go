@@ -78,12 +78,12 @@ func Folded(dir string, q Query) ([]FoldedStack, *Result, error) {
 	return stacks, r, nil
 }
 
-// readStacks adds the stacks of the hour of samples file path to frames, from whichever
-// of plain, compressed or Parquet its stacks files are (they are compressed apart). What
-// could not be read of them goes to damaged.
-func readStacks(samples string, frames map[string]string, damaged *[]FileDamage) error {
-	dir, n, ok := hourfile.ParsePath(samples)
-	if !ok || n.Kind != hourfile.Samples {
+// readStacks adds the stacks of the hour of hour file path (samples, or profile) to frames,
+// from whichever of plain, compressed or Parquet its stacks files are (they are compressed
+// apart). What could not be read of them goes to damaged.
+func readStacks(path string, frames map[string]string, damaged *[]FileDamage) error {
+	dir, n, ok := hourfile.ParsePath(path)
+	if !ok || n.Kind == hourfile.Stacks {
 		return nil
 	}
 	all, err := hourfile.List(dir)
