@@ -21,8 +21,9 @@ import (
 
 // TCPStates tells the state of TCP sockets at a tick, by inode, as the kernel's sock_diag
 // reports it (what ss -ti shows). The kernel looks a socket up by its addresses, not by
-// inode, so the sockets of a network namespace are dumped, IPv4 and IPv6, once per tick
-// and only at a tick where a row waits on one of them; the dump is filtered in Go.
+// inode: a socket is asked for by the addresses its fd_target shows, or, when a tick's rows
+// wait on many of their namespace's sockets, the namespace's TCP sockets (IPv4 and IPv6)
+// are dumped once and picked by inode (see netnsSockets.lookup).
 type TCPStates struct {
 	procRoot  string
 	selfNetns uint64
@@ -43,6 +44,12 @@ type netnsSockets struct {
 	seq     uint32
 	failed  bool // the dump failed at this tick: not tried again until the next
 	openErr error
+	buf     []byte // for answers
+	// For asking for sockets one by one (see lookup): the tick and how many may still be
+	// asked for at it, how many rows asked at it, and the sockets at the last dump.
+	exactTick            time.Time
+	exactLeft, askedLast int
+	lastCount            int
 }
 
 // NewTCPStates reads sockets of the processes under /proc at procRoot.
@@ -66,15 +73,16 @@ func IsTCP(target string) bool {
 // namespace cannot be entered).
 func (c *TCPStates) Of(fds *FdTargets, syscall string, args [6]uint64, pid, tid int32, sinceNs uint64, target string, tick time.Time) state.TCPInfo {
 	c.at(tick)
-	ino, ok := fds.tcpSocket(c.waits, syscall, args, pid, tid, sinceNs, target, tick)
+	ino, target, ok := fds.tcpSocket(c.waits, syscall, args, pid, tid, sinceNs, target, tick)
 	if !ok {
 		return state.TCPInfo{}
 	}
-	return c.socket(pid, ino, tick)
+	return c.socket(pid, ino, target, tick)
 }
 
-// socket is the state at tick of TCP socket ino, open in process pid.
-func (c *TCPStates) socket(pid int32, ino uint64, tick time.Time) state.TCPInfo {
+// socket is the state at tick of TCP socket ino, open in process pid, which fd_target
+// names target.
+func (c *TCPStates) socket(pid int32, ino uint64, target string, tick time.Time) state.TCPInfo {
 	c.at(tick)
 	nsPath := filepath.Join(c.procRoot, strconv.Itoa(int(pid)), "ns", "net")
 	netns, ok := c.pidNetns[pid]
@@ -100,16 +108,7 @@ func (c *TCPStates) socket(pid int32, ino uint64, tick time.Time) state.TCPInfo 
 	if ns.openErr != nil {
 		return state.TCPInfo{}
 	}
-	if !ns.dumped.Equal(tick) {
-		ns.dumped, ns.failed = tick, false
-		if err := ns.dump(); err != nil {
-			ns.failed = true
-		}
-	}
-	if ns.failed {
-		return state.TCPInfo{}
-	}
-	return ns.byIno[uint32(ino)]
+	return ns.lookup(ino, target, tick)
 }
 
 // at starts tick, if it is a new one: the dumps and namespaces of the previous one are
@@ -258,7 +257,10 @@ func (ns *netnsSockets) dumpFamily(family uint8) error {
 	if err := unix.Sendto(ns.fd, req[:], 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return fmt.Errorf("asking sock_diag: %w", err)
 	}
-	buf := make([]byte, 64<<10)
+	if ns.buf == nil {
+		ns.buf = make([]byte, 64<<10)
+	}
+	buf := ns.buf
 	for {
 		n, _, err := unix.Recvfrom(ns.fd, buf, 0)
 		if err != nil {
@@ -286,16 +288,18 @@ func (ns *netnsSockets) dumpFamily(family uint8) error {
 				}
 				return nil
 			case unix.SOCK_DIAG_BY_FAMILY:
-				ns.add(msg)
+				if ino, info, ok := parseDiagMsg(msg); ok {
+					ns.byIno[ino] = info
+				}
 			}
 		}
 	}
 }
 
-// add keeps one inet_diag_msg and its tcp_info.
-func (ns *netnsSockets) add(msg []byte) {
+// parseDiagMsg reads one inet_diag_msg and its tcp_info: the socket's inode and state.
+func parseDiagMsg(msg []byte) (uint32, state.TCPInfo, bool) {
 	if len(msg) < sizeofInetDiagMsg {
-		return
+		return 0, state.TCPInfo{}, false
 	}
 	ne := nativeEndian
 	st := int(msg[1])
@@ -319,7 +323,7 @@ func (ns *netnsSockets) add(msg []byte) {
 		}
 		a = a[min(nlmAlign(l), len(a)):]
 	}
-	ns.byIno[ino] = info
+	return ino, info, true
 }
 
 // tcp_info's offsets (linux/tcp.h), stable since the struct only grows at its end.

@@ -55,7 +55,7 @@ func TestTCPStatesOfLoopbackConnections(t *testing.T) {
 		c := NewTCPStates("/proc")
 		pid := int32(os.Getpid())
 		tick := time.Now()
-		got := c.socket(pid, socketIno(t, server), tick)
+		got := c.socket(pid, socketIno(t, server), "", tick)
 		if got.State != "ESTABLISHED" || got.RcvQueue != 1000 || got.SrttUs <= 0 || got.Cwnd <= 0 {
 			t.Errorf("%s: server side %+v, want ESTABLISHED with 1000 bytes unread, an rtt and a cwnd", network, got)
 		}
@@ -66,13 +66,13 @@ func TestTCPStatesOfLoopbackConnections(t *testing.T) {
 		server.Close()
 		time.Sleep(50 * time.Millisecond)
 		// The same tick holds its dump; the next one reads again.
-		if again := c.socket(pid, socketIno(t, client), tick); again.State != "ESTABLISHED" {
+		if again := c.socket(pid, socketIno(t, client), "", tick); again.State != "ESTABLISHED" {
 			t.Errorf("%s: client at the same tick %+v, want the tick's dump: ESTABLISHED", network, again)
 		}
-		if got := c.socket(pid, socketIno(t, client), tick.Add(time.Second)); got.State != "CLOSE_WAIT" {
+		if got := c.socket(pid, socketIno(t, client), "", tick.Add(time.Second)); got.State != "CLOSE_WAIT" {
 			t.Errorf("%s: client after the peer closed: %+v, want CLOSE_WAIT", network, got)
 		}
-		if got := c.socket(pid, 1, tick.Add(time.Second)); got.State != "" {
+		if got := c.socket(pid, 1, "", tick.Add(time.Second)); got.State != "" {
 			t.Errorf("%s: inode 1: %+v, want no state", network, got)
 		}
 		c.Close()

@@ -13,19 +13,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// tcpSocket is the inode of the TCP socket a syscall waits on: the descriptor fd_target
+// tcpSocket is the inode and fd_target of the TCP socket a syscall waits on: the descriptor fd_target
 // named (target), or else the one descriptor a poll or an epoll wait waits on (a client
 // waiting for its server's answer: libpq, curl). false for every other row, select's
 // included: its sets are bitmaps as wide as the highest descriptor, read for little.
 // What a poll or epoll wait waits on is looked up once per call (waits): a poll's
 // descriptors are the kernel's copy, made at its start; an epoll's targets could change
 // meanwhile, as fd_target's file could be replaced, and are taken as they were.
-func (c *FdTargets) tcpSocket(waits map[int32]*waitedCall, name string, args [6]uint64, pid, tid int32, sinceNs uint64, target string, now time.Time) (uint64, bool) {
+func (c *FdTargets) tcpSocket(waits map[int32]*waitedCall, name string, args [6]uint64, pid, tid int32, sinceNs uint64, target string, now time.Time) (uint64, string, bool) {
 	if IsTCP(target) {
-		return c.tcpInode(pid, args[0], target)
+		ino, ok := c.tcpInode(pid, args[0], target)
+		return ino, target, ok
 	}
 	if !waitSyscalls[name] {
-		return 0, false
+		return 0, "", false
 	}
 	w := waits[tid]
 	if w == nil || w.sinceNs != sinceNs || sinceNs == 0 {
@@ -35,14 +36,15 @@ func (c *FdTargets) tcpSocket(waits map[int32]*waitedCall, name string, args [6]
 	}
 	w.used = now
 	if !w.ok {
-		return 0, false
+		return 0, "", false
 	}
 	// Named as a read of it would be, and cached with the same rules.
 	t := c.Target("read", uint64(w.fd), pid, tid, sinceNs, now)
 	if !IsTCP(t) {
-		return 0, false
+		return 0, "", false
 	}
-	return c.tcpInode(pid, uint64(w.fd), t)
+	ino, ok := c.tcpInode(pid, uint64(w.fd), t)
+	return ino, t, ok
 }
 
 // waitSyscalls are the syscalls waitedFd looks into.

@@ -46,7 +46,7 @@ func TestTCPSocketOfPollAndEpoll(t *testing.T) {
 		found bool
 	}{{"poll", one, true}, {"ppoll", one, true}, {"poll", two, false}} {
 		args := [6]uint64{uint64(uintptr(unsafe.Pointer(&tc.fds[0]))), uint64(len(tc.fds))}
-		got, ok := c.tcpSocket(waits, tc.name, args, pid, pid, 0, "", now)
+		got, _, ok := c.tcpSocket(waits, tc.name, args, pid, pid, 0, "", now)
 		if ok != tc.found || (ok && got != ino) {
 			t.Errorf("%s on %d descriptors: socket %d, %v; want %d, %v", tc.name, len(tc.fds), got, ok, ino, tc.found)
 		}
@@ -61,7 +61,7 @@ func TestTCPSocketOfPollAndEpoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := [6]uint64{uint64(ep)}
-	if got, ok := c.tcpSocket(waits, "epoll_wait", args, pid, pid, 0, "anon_inode:[eventpoll]", now); !ok || got != ino {
+	if got, _, ok := c.tcpSocket(waits, "epoll_wait", args, pid, pid, 0, "anon_inode:[eventpoll]", now); !ok || got != ino {
 		t.Errorf("epoll_wait on one socket: %d, %v; want %d", got, ok, ino)
 	}
 	r, w, err := os.Pipe()
@@ -73,10 +73,10 @@ func TestTCPSocketOfPollAndEpoll(t *testing.T) {
 	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, int(r.Fd()), &unix.EpollEvent{Events: unix.EPOLLIN}); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := c.tcpSocket(waits, "epoll_pwait", args, pid, pid, 0, "anon_inode:[eventpoll]", now.Add(time.Second)); ok {
+	if got, _, ok := c.tcpSocket(waits, "epoll_pwait", args, pid, pid, 0, "anon_inode:[eventpoll]", now.Add(time.Second)); ok {
 		t.Errorf("epoll_pwait on a socket and a pipe: socket %d, want none", got)
 	}
-	if _, ok := c.tcpSocket(waits, "select", [6]uint64{uint64(fd) + 1}, pid, pid, 0, "", now); ok {
+	if _, _, ok := c.tcpSocket(waits, "select", [6]uint64{uint64(fd) + 1}, pid, pid, 0, "", now); ok {
 		t.Error("select: a socket, want none")
 	}
 }
