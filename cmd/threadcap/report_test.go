@@ -89,7 +89,8 @@ func TestReportMistakes(t *testing.T) {
 	}
 	if _, err = parseReportFlags([]string{"--by", "proces"}, reportNow, io.Discard); err == nil || !strings.Contains(err.Error(), `no column "proces"`) {
 		t.Errorf("error %v, want one naming the unknown column", err)
-	}	if _, err = parseReportFlags([]string{"--profile"}, reportNow, io.Discard); err == nil || !strings.Contains(err.Error(), "--folded --profile") {
+	}
+	if _, err = parseReportFlags([]string{"--profile"}, reportNow, io.Discard); err == nil || !strings.Contains(err.Error(), "--folded --profile") {
 		t.Errorf("--profile alone: error %v, want one saying it goes with --folded", err)
 	}
 }
