@@ -172,12 +172,20 @@ spans:
 		t.Errorf("%d of %d rows in the span carry its argument \"spanwork call\"", withArg, workIn)
 	}
 
-	// pgbench: the backends' rows.
+	// pgbench: the backends' rows. A backend's first rows can still carry the postmaster's
+	// command line (it is read again every few seconds), so a backend is a process that
+	// showed a backend's command line or ran a query at any of its rows.
+	backends := map[int64]bool{}
+	for _, r := range rows {
+		if strings.HasPrefix(r.cmdline, backendCmdline) || r.span == "query" {
+			backends[r.pid] = true
+		}
+	}
 	var pgRows, pgIn, inWindow int
 	var pgUs int64
 	from, to := benchFrom.UnixMicro(), benchTo.UnixMicro()
 	for _, r := range rows {
-		if !strings.HasPrefix(r.cmdline, backendCmdline) || !r.timed {
+		if !backends[r.pid] || !r.timed {
 			continue
 		}
 		pgRows++
