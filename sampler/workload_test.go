@@ -22,7 +22,8 @@ import (
 
 // TestContainerPodAndUnitFromCgroups puts a process into each of the cgroup paths the
 // runtimes make (docker's, containerd's under kubepods with the systemd driver, the
-// cgroupfs driver's kubepods path, and hostile names), under a test cgroup of its own, and
+// cgroupfs driver's kubepods path, a systemd-nspawn machine's with a service inside,
+// podman's, and hostile names), under a test cgroup of its own, and
 // expects the rows to name the container, pod and unit; the hostile names come out of
 // the CSV as any text column does, guarded and with control pictures.
 func TestContainerPodAndUnitFromCgroups(t *testing.T) {
@@ -45,6 +46,10 @@ func TestContainerPodAndUnitFromCgroups(t *testing.T) {
 			want: procinfo.Workload{Container: "containerd:9a8b7c6d5e4f", PodUID: podDash, Unit: "cri-containerd-" + id + ".scope"}},
 		{path: root + "/kubepods/besteffort/pod" + podDash + "/" + id,
 			want: procinfo.Workload{Container: "cri:9a8b7c6d5e4f", PodUID: podDash}},
+		{path: root + "/machine.slice/machine-web\\x2d1.scope/payload/system.slice/nginx.service",
+			want: procinfo.Workload{Container: "nspawn:web-1", Unit: "nginx.service"}},
+		{path: root + "/machine.slice/libpod-" + id + ".scope/container",
+			want: procinfo.Workload{Container: "podman:9a8b7c6d5e4f", Unit: "libpod-" + id + ".scope"}},
 		{path: root + "/lxc.payload.x,\"y\x1b[31m",
 			want: procinfo.Workload{Container: "lxc:x,\"y\x1b[31m"},
 			csv:  map[string]string{"container": "lxc:x,\"y␛[31m"}},
