@@ -175,6 +175,7 @@ type Sampler struct {
 	stats    Stats
 	tracked  int // threads in prev: those holding a record
 	slowLog  rateLimit
+	iterLog  rateLimit // failed iterations (iterate.go)
 	updates  updates
 	losses   losses
 	spans    spans
@@ -219,6 +220,7 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 		ustacks: ustacks,
 		seeded:  map[int32]*state.Thread{},
 		slowLog: rateLimit{every: time.Minute},
+		iterLog: rateLimit{every: time.Minute},
 		updates: newUpdates(),
 		losses:  newLosses(cfg.StackEntries),
 		spans:   spans{open: map[uint32]openSpan{}},

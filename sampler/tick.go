@@ -102,6 +102,7 @@ func (s *Sampler) Tick(wall time.Time) error {
 	if len(s.spans.open) > 0 {
 		inSpan = func(tid int32) bool { _, ok := s.spans.open[uint32(tid)]; return ok }
 	}
+	s.iterate(mono)
 	s.src.Scan(since, mono, inSpan, func(slot uint32, th *state.Thread) { s.observe(slot, th, mono, wall) })
 	for _, th := range s.seeded {
 		if s.cfg.Filter.All || th.State.Active() {

@@ -168,7 +168,15 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 	// Seeding reads every thread in /proc: on a loaded machine with many threads it can
 	// take seconds, and SIGTERM must not wait for it. Abandoned, it only reads /proc.
 	seeded := make(chan error, 1)
-	go func() { seeded <- s.Seed() }()
+	go func() {
+		// The hook-free mode reads every thread at its first tick: nothing to guess from
+		// /proc, where a thread that exits before that tick would keep its seeded row.
+		if cfg.Syscalls == bpf.SyscallsTick {
+			seeded <- nil
+			return
+		}
+		seeded <- s.Seed()
+	}()
 	select {
 	case <-ctx.Done():
 		log.Info("stopped while starting")

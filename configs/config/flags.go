@@ -81,7 +81,7 @@ func ParseFlags(cmd string, args []string, stderr io.Writer) (*Options, error) {
 		o.add("all", "--all", func(c *Config) { c.All = v })
 		return nil
 	})
-	o.StringFlag(fs, "syscalls", "syscalls", "syscall `mode`: full (hook every syscall) or passive (read at switch-out) (default full)", func(c *Config, v string) { c.Syscalls = bpf.SyscallMode(v) })
+	o.StringFlag(fs, "syscalls", "syscalls", "syscall `mode`: full (hook every syscall), passive (read at switch-out) or tick (no hooks: every thread read at the tick) (default full)", func(c *Config, v string) { c.Syscalls = bpf.SyscallMode(v) })
 	fs.Func("pid", "only these processes: `PID[,PID...]`; repeatable", func(s string) error {
 		for _, f := range strings.Split(s, ",") {
 			pid, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)

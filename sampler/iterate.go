@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sampler
+
+// Iterator is a Source whose records are brought up to the tick by reading every thread
+// at the tick (bpf's hook-free mode, which attaches no hook to keep them current as
+// threads run). *bpf.Tracker implements it, doing nothing in its other modes.
+type Iterator interface {
+	// Iterate brings every record up to the tick mono, an instant named by SetTick.
+	Iterate(mono uint64) error
+}
+
+// iterate runs the Source's iteration for the tick mono, if it has one. A failed
+// iteration leaves the records as the last one wrote them: it is logged, once a minute
+// at most, and the tick goes on.
+func (s *Sampler) iterate(mono uint64) {
+	it, ok := s.src.(Iterator)
+	if !ok {
+		return
+	}
+	if err := it.Iterate(mono); err != nil && s.iterLog.allow(s.cfg.Wall()) {
+		s.cfg.Log.WithError(err).Warn("reading the threads at the tick failed")
+	}
+}
