@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -29,7 +28,7 @@ type TCPStates struct {
 	selfNetns uint64
 	byNetns   map[uint64]*netnsSockets
 	pidNetns  map[int32]uint64 // each process's namespace, read once a tick
-	waits     map[int32]*waitedCall
+	waits     *waitCache
 	tick      time.Time // of the dumps held
 	swept     time.Time
 }
@@ -54,7 +53,7 @@ type netnsSockets struct {
 
 // NewTCPStates reads sockets of the processes under /proc at procRoot.
 func NewTCPStates(procRoot string) *TCPStates {
-	c := &TCPStates{procRoot: procRoot, byNetns: map[uint64]*netnsSockets{}, pidNetns: map[int32]uint64{}, waits: map[int32]*waitedCall{}}
+	c := &TCPStates{procRoot: procRoot, byNetns: map[uint64]*netnsSockets{}, pidNetns: map[int32]uint64{}, waits: newWaitCache()}
 	var st syscall.Stat_t
 	if syscall.Stat(filepath.Join(procRoot, "thread-self", "ns", "net"), &st) == nil {
 		c.selfNetns = st.Ino
@@ -127,7 +126,7 @@ func (c *TCPStates) expire(now time.Time) {
 	if !SweepDue(&c.swept, now) {
 		return
 	}
-	maps.DeleteFunc(c.waits, func(_ int32, w *waitedCall) bool { return Idle(now, w.used) })
+	c.waits.expire(now)
 	for ino, ns := range c.byNetns {
 		if Idle(now, ns.used) {
 			ns.close()

@@ -35,7 +35,7 @@ func TestTCPSocketOfPollAndEpoll(t *testing.T) {
 	ino := socketIno(t, client)
 	pid := int32(os.Getpid())
 	c := NewFdTargets("/proc")
-	waits := map[int32]*waitedCall{}
+	waits := newWaitCache()
 	now := time.Now()
 
 	one := []unix.PollFd{{Fd: fd, Events: unix.POLLIN}}
@@ -75,6 +75,17 @@ func TestTCPSocketOfPollAndEpoll(t *testing.T) {
 	}
 	if got, _, ok := c.tcpSocket(waits, "epoll_pwait", args, pid, pid, 0, "anon_inode:[eventpoll]", now.Add(time.Second)); ok {
 		t.Errorf("epoll_pwait on a socket and a pipe: socket %d, want none", got)
+	}
+	// An epoll found with several targets is not read again for a while: when it comes
+	// down to one, its waits show no socket until then, never a wrong one.
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_DEL, int(r.Fd()), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := c.tcpSocket(waits, "epoll_wait", args, pid, pid, 0, "anon_inode:[eventpoll]", now.Add(2*time.Second)); ok {
+		t.Error("an epoll found with several targets a second ago was read again")
+	}
+	if got, _, ok := c.tcpSocket(waits, "epoll_wait", args, pid, pid, 0, "anon_inode:[eventpoll]", now.Add(IdleProcess+2*time.Second)); !ok || got != ino {
+		t.Errorf("an epoll down to one target, after %v: %d, %v; want %d", IdleProcess, got, ok, ino)
 	}
 	if _, _, ok := c.tcpSocket(waits, "select", [6]uint64{uint64(fd) + 1}, pid, pid, 0, "", now); ok {
 		t.Error("select: a socket, want none")
