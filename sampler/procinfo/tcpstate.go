@@ -226,16 +226,18 @@ const (
 var tcpStateNames = [...]string{1: "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2",
 	"TIME_WAIT", "CLOSE", "CLOSE_WAIT", "LAST_ACK", "LISTEN", "CLOSING", "NEW_SYN_RECV"}
 
-// dump reads every TCP socket of the namespace, IPv4 then IPv6, into byIno.
+// dump reads every TCP socket of the namespace, IPv4 then IPv6, into byIno. A family
+// that fails (IPv6 turned off: no handler for it) leaves the other's sockets; the dump fails
+// only when both do.
 func (ns *netnsSockets) dump() error {
 	if ns.byIno == nil {
 		ns.byIno = map[uint32]state.TCPInfo{}
 	}
 	clear(ns.byIno)
-	for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
-		if err := ns.dumpFamily(family); err != nil {
-			return err
-		}
+	err4 := ns.dumpFamily(unix.AF_INET)
+	err6 := ns.dumpFamily(unix.AF_INET6)
+	if err4 != nil && err6 != nil {
+		return errors.Join(err4, err6)
 	}
 	return nil
 }
