@@ -8,7 +8,7 @@ GO ?= go
 CLANG ?= clang-19
 STRIP ?= llvm-strip-19
 
-.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang install-postgres install-prometheus install-s3 install-blocktools vendor-headers vendor-echarts install-chromium screenshot bench test-kernels install-qemu test-systemd install-nspawn install-tmux
+.PHONY: build install install-files deb verify-unit test lint fuzz generate check-generated install-clang install-postgres install-prometheus install-s3 install-blocktools vendor-headers vendor-echarts install-chromium screenshot bench test-kernels install-qemu test-systemd install-nspawn install-tmux install-iproute2
 
 # -buildvcs=auto: the commit goes into the binary for `threadcap version` even where the
 # environment sets GOFLAGS=-buildvcs=false, and a tree without .git still builds.
@@ -17,7 +17,7 @@ build:
 
 # Everything CI runs. Privileged tests load BPF programs and need root (under CI=true they
 # fail rather than skip). Packages run one at a time (-p 1): their spinners measure CPU shares.
-test: lint check-generated verify-unit install-chromium install-postgres install-prometheus install-s3 install-blocktools install-tmux test-kernels test-systemd
+test: lint check-generated verify-unit install-chromium install-postgres install-prometheus install-s3 install-blocktools install-tmux install-iproute2 test-kernels test-systemd
 	$(GO) test -race -p 1 -count=1 ./...
 	cd test/duckdb && $(GO) test -count=1 ./...
 	$(MAKE) fuzz
@@ -121,6 +121,12 @@ install-clang:
 install-tmux:
 	@command -v tmux >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tmux >/dev/null)
+
+# The TCP tests (sampler/tcp_test.go) make network namespaces and a tbf bottleneck and read
+# ss: ip, tc and ss.
+install-iproute2:
+	@command -v ip >/dev/null && command -v tc >/dev/null && command -v ss >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iproute2 >/dev/null)
 
 # The soak of test/invariants (TestSoak) for SOAK: BENCHMARKS.md's hour of skipped ticks
 # and torn reads. CI runs it for its default 3 minutes as part of `go test ./...`.
