@@ -288,6 +288,9 @@ func (p *Profile) LostStacks() uint64 { return p.counter(profileVarLostStacks) }
 
 func (p *Profile) counter(name string) uint64 {
 	var n uint64
+	if p.coll == nil {
+		return 0 // closed
+	}
 	_ = p.coll.Variables[name].Get(&n)
 	return n
 }

@@ -39,10 +39,16 @@ type ProfileConfig struct {
 	Log                *logrus.Entry
 }
 
-// Profiler writes the CPU profile a minute at a time: at each minute's end it takes what
-// the kernel side counted, names the stacks' frames as the rows' are named
-// (sampler/symbolize) and writes the minute. It runs apart from the tick loop: a minute's
-// reading and symbolizing never delays a tick.
+// takeEvery is how often the Profiler takes what the kernel side counted and names its
+// stacks: a process's frames are named from its maps, which are gone once it exits, so
+// the stacks of a process that exits are named if it lived to the next take. A divisor of
+// a minute, so that a take's samples are of one minute.
+const takeEvery = 10 * time.Second
+
+// Profiler writes the CPU profile a minute at a time: every takeEvery it takes what the
+// kernel side counted and names the stacks' frames as the rows' are named
+// (sampler/symbolize), and at each minute's end it writes the minute. It runs apart from
+// the tick loop: reading and symbolizing never delays a tick.
 type Profiler struct {
 	cfg     ProfileConfig
 	kstacks *symbolize.KernelStacks
@@ -50,6 +56,17 @@ type Profiler struct {
 	// taken are the stacks of the Take being symbolized, which the symbolizers read by
 	// id + 1 (the ids of a Take fit 16 bits: the stack map holds fewer).
 	taken bpf.ProfileStacks
+	// minute is what the takes since the last write counted, a row per thread and pair
+	// of stacks once named (stacks apart in the kernel, another address in the same
+	// function, are one stack once named).
+	minute map[profileLine]*state.ProfileRow
+	order  []profileLine
+}
+
+// profileLine is what a profile row counts samples by.
+type profileLine struct {
+	tid          int32
+	kernel, user string // hashes
 }
 
 // NewProfiler makes a Profiler; Run starts it.
@@ -63,7 +80,7 @@ func NewProfiler(cfg ProfileConfig) (*Profiler, error) {
 	if cfg.Kallsyms == "" {
 		cfg.Kallsyms = filepath.Join(cfg.ProcRoot, "kallsyms")
 	}
-	p := &Profiler{cfg: cfg}
+	p := &Profiler{cfg: cfg, minute: map[profileLine]*state.ProfileRow{}}
 	p.kstacks = symbolize.NewKernelStacks(p, cfg.Kallsyms, cfg.Log)
 	var err error
 	if p.ustacks, err = symbolize.NewUserStacks(p, cfg.ProcRoot); err != nil {
@@ -77,16 +94,17 @@ func (p *Profiler) Stack(id uint16) ([]uint64, error) {
 	return p.taken[int32(id)-1], nil
 }
 
-// Run writes a minute at the end of each, until ctx is done; then it writes the minute so
-// far, so that a stop loses nothing (a restart within the minute adds a second line for
-// it: sum a minute's lines).
+// Run takes every takeEvery (at wall-clock multiples of it) and writes each minute at its
+// end, until ctx is done; then it writes the minute so far, so that a stop loses nothing
+// (a restart within the minute adds a second line for it: sum a minute's lines).
 func (p *Profiler) Run(ctx context.Context) {
 	p.kstacks.Load()
 	minute := p.cfg.Wall().Truncate(time.Minute)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		timer.Reset(minute.Add(time.Minute).Sub(p.cfg.Wall()))
+		next := p.cfg.Wall().Truncate(takeEvery).Add(takeEvery)
+		timer.Reset(next.Sub(p.cfg.Wall()))
 		select {
 		case <-ctx.Done():
 			p.Write(minute)
@@ -94,20 +112,30 @@ func (p *Profiler) Run(ctx context.Context) {
 		case <-timer.C:
 		}
 		now := p.cfg.Wall()
-		if now.Before(minute.Add(time.Minute)) {
+		if now.Before(next) {
 			continue // woken early (the wall clock was stepped back)
 		}
-		p.Write(minute)
-		minute = now.Truncate(time.Minute)
+		p.take(now)
+		if now.Truncate(time.Minute).After(minute) {
+			p.flush(minute)
+			minute = now.Truncate(time.Minute)
+		}
 	}
 }
 
-// Write takes what the kernel side counted since the last Write and writes it as minute's.
-// A failure is logged: the profile is lost for the minute, the rows go on.
+// Write takes what the kernel side counted since the last take and writes the takes since
+// the last write as minute's.
 func (p *Profiler) Write(minute time.Time) {
+	p.take(p.cfg.Wall())
+	p.flush(minute)
+}
+
+// take adds what the kernel side counted since the last take to the minute, its stacks
+// named. A failure is logged: the samples not read are lost, the rows go on.
+func (p *Profiler) take(now time.Time) {
 	counts, stacks, err := p.cfg.Source.Take()
 	if err != nil {
-		p.cfg.Log.WithError(err).Warn("reading the CPU profile failed; some of the minute's samples are lost")
+		p.cfg.Log.WithError(err).Warn("reading the CPU profile failed; some of its samples are lost")
 	}
 	p.taken = stacks
 	defer func() {
@@ -117,42 +145,43 @@ func (p *Profiler) Write(minute time.Time) {
 		}
 		p.taken = nil
 	}()
-	now := p.cfg.Wall()
 	hz := p.cfg.Source.Hz()
-	// Stacks apart in the kernel (another address in the same function) may be one stack
-	// once named: their samples are one line.
-	type line struct {
-		tid          int32
-		kernel, user string // hashes
-	}
-	at := map[line]int{}
-	rows := make([]state.ProfileRow, 0, len(counts))
 	for _, c := range counts {
-		r := state.ProfileRow{
-			Minute: minute, Pid: c.Pid, Tid: c.Tid, Process: c.Process, Thread: c.Thread,
-			Samples: c.Samples, Hz: hz,
-		}
+		r := state.ProfileRow{Pid: c.Pid, Tid: c.Tid, Process: c.Process, Thread: c.Thread, Samples: c.Samples, Hz: hz}
 		if c.KernelStack >= 0 {
 			r.KernelStack = p.kstacks.Get(uint16(c.KernelStack + 1)).Stack
 		}
 		if c.UserStack >= 0 {
 			r.UserStack = p.ustacks.Get(&state.Thread{Pid: c.Pid, UserStack: uint16(c.UserStack + 1)}, now)
 		}
-		k := line{tid: c.Tid}
+		k := profileLine{tid: c.Tid}
 		if r.KernelStack != nil {
 			k.kernel = r.KernelStack.Hash
 		}
 		if r.UserStack != nil {
 			k.user = r.UserStack.Hash
 		}
-		if i, ok := at[k]; ok {
-			rows[i].Samples += r.Samples
+		if have, ok := p.minute[k]; ok {
+			have.Samples += r.Samples
 			continue
 		}
-		at[k] = len(rows)
-		rows = append(rows, r)
+		p.minute[k] = &r
+		p.order = append(p.order, k)
 	}
 	p.ustacks.Expire(now)
+}
+
+// flush writes the minute's rows, in the order they were first counted, and starts the
+// next minute.
+func (p *Profiler) flush(minute time.Time) {
+	rows := make([]state.ProfileRow, 0, len(p.order))
+	for _, k := range p.order {
+		r := *p.minute[k]
+		r.Minute = minute
+		rows = append(rows, r)
+	}
+	clear(p.minute)
+	p.order = p.order[:0]
 	if err := p.cfg.Sink.WriteProfile(minute, rows); err != nil {
 		p.cfg.Log.WithError(err).Warn("writing the CPU profile failed")
 	}

@@ -39,8 +39,9 @@ func startProfile(ctx context.Context, hz int, sink sampler.ProfileSink, log *lo
 		once.Do(func() {
 			cancel()
 			<-done
+			lost, stacks := prof.LostSamples(), prof.LostStacks()
 			err = prof.Close()
-			if lost, stacks := prof.LostSamples(), prof.LostStacks(); lost+stacks > 0 {
+			if lost+stacks > 0 {
 				log.WithFields(logrus.Fields{"lost_samples": lost, "lost_stacks": stacks}).Info("CPU profile stopped")
 			}
 		})
