@@ -3,12 +3,15 @@
 package daemontest
 
 import (
+	"encoding/csv"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/threadcap/threadcap/output/hourfile"
 )
 
 // Daemon is a `threadcap run` a test started and waited for until it told systemd it was
@@ -65,4 +68,37 @@ func (d *Daemon) Stop(t testing.TB) {
 	if d.err != nil {
 		t.Fatalf("threadcap run: %v\n%s", d.err, d.Log)
 	}
+}
+
+// ReadTable reads every readable hour file of kind in dir, plain or compressed (an hour
+// that ended during the test is), as maps from column to value.
+func ReadTable(t testing.TB, dir string, kind hourfile.Kind) []map[string]string {
+	t.Helper()
+	files, err := hourfile.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]string
+	for _, f := range files {
+		if f.Kind != kind || !f.Readable() {
+			continue
+		}
+		fh, err := hourfile.Open(f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := csv.NewReader(fh).ReadAll()
+		fh.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", f.Path, err)
+		}
+		for _, rec := range all[1:] {
+			m := map[string]string{}
+			for i, name := range all[0] {
+				m[name] = rec[i]
+			}
+			out = append(out, m)
+		}
+	}
+	return out
 }

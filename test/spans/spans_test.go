@@ -34,21 +34,35 @@ const (
 	calls      = 30  // spanwork's calls
 )
 
-func TestSpans(t *testing.T) {
+// rig is what the tests of this package share: a private PostgreSQL (its own copy of the
+// server binary, so that no other cluster's queries count) initialized for pgbench, the
+// spanwork program, the threadcap binary, and where its data and config go.
+type rig struct {
+	pg               *pgtest.Server
+	pgBin, work, bin string
+	dir, cfg         string
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
 	privileged.Require(t)
 	tmp := t.TempDir()
-	pgBin := pgtest.Private(t)
-	pg := pgtest.StartIn(t, pgBin)
-	if out, err := pg.Pgbench("-i", "-q", "-s", "1").CombinedOutput(); err != nil {
+	r := &rig{pgBin: pgtest.Private(t), dir: filepath.Join(tmp, "data"), cfg: filepath.Join(tmp, "threadcap.yaml")}
+	r.pg = pgtest.StartIn(t, r.pgBin)
+	if out, err := r.pg.Pgbench("-i", "-q", "-s", "1").CombinedOutput(); err != nil {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
 	}
-	work := workload.SpanWork(t)
-	bin, err := daemontest.Build(tmp)
-	if err != nil {
+	r.work = workload.SpanWork(t)
+	var err error
+	if r.bin, err = daemontest.Build(tmp); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(tmp, "data")
-	cfg := filepath.Join(tmp, "threadcap.yaml")
+	return r
+}
+
+func TestSpans(t *testing.T) {
+	r := newRig(t)
+	pg, pgBin, work, bin, dir, cfg := r.pg, r.pgBin, r.work, r.bin, r.dir, r.cfg
 	writeConfig(t, cfg, dir, filepath.Join(pgBin, "postgres"), work)
 
 	daemon := daemontest.Start(t, bin, time.Minute, "--config", cfg, "--hz", "10", "--all", "--log-level", "warn")
@@ -112,39 +126,6 @@ func writeConfig(t *testing.T, path, dir, postgres, work string) {
 	}
 }
 
-// records reads every hour file of kind in dir, plain or compressed (an hour that ended
-// during the test is), as maps from column to value.
-func records(t *testing.T, dir string, kind hourfile.Kind) []map[string]string {
-	t.Helper()
-	files, err := hourfile.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []map[string]string
-	for _, f := range files {
-		if f.Kind != kind || !f.Readable() {
-			continue
-		}
-		fh, err := hourfile.Open(f.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all, err := csv.NewReader(fh).ReadAll()
-		fh.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", f.Path, err)
-		}
-		for _, rec := range all[1:] {
-			m := map[string]string{}
-			for i, name := range all[0] {
-				m[name] = rec[i]
-			}
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 func atoi(t *testing.T, s string) int64 {
 	t.Helper()
 	v, err := strconv.ParseInt(s, 10, 64)
@@ -158,7 +139,7 @@ func atoi(t *testing.T, s string) int64 {
 // row's parts add up to its wall time exactly, and its histograms hold its count.
 func checkSpansFile(t *testing.T, dir string) (queries int64) {
 	t.Helper()
-	rows := records(t, dir, hourfile.Spans)
+	rows := daemontest.ReadTable(t, dir, hourfile.Spans)
 	if len(rows) == 0 || len(rows[0]) != len(output.SpanColumns) {
 		t.Fatalf("spans file rows %v, want rows of %d columns", rows, len(output.SpanColumns))
 	}
@@ -216,7 +197,7 @@ func checkSpansFile(t *testing.T, dir string) (queries int64) {
 func checkRows(t *testing.T, dir string) {
 	t.Helper()
 	var sleepRows, sleepAsleep, cpuRows, cpuBusy int
-	for _, r := range records(t, dir, hourfile.Samples) {
+	for _, r := range daemontest.ReadTable(t, dir, hourfile.Samples) {
 		if r["span"] != "query" {
 			continue
 		}

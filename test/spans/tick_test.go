@@ -17,8 +17,6 @@ import (
 
 	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/test/daemontest"
-	"github.com/threadcap/threadcap/test/pgtest"
-	"github.com/threadcap/threadcap/test/privileged"
 	"github.com/threadcap/threadcap/test/workload"
 )
 
@@ -38,7 +36,7 @@ type sampleRow struct {
 func sampleRows(t *testing.T, dir string) []sampleRow {
 	t.Helper()
 	var out []sampleRow
-	for _, r := range records(t, dir, hourfile.Samples) {
+	for _, r := range daemontest.ReadTable(t, dir, hourfile.Samples) {
 		at, err := time.Parse(time.RFC3339Nano, r["sample_time"])
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +59,7 @@ func sampleRows(t *testing.T, dir string) []sampleRow {
 func tickTimes(t *testing.T, dir string) []int64 {
 	t.Helper()
 	var out []int64
-	for _, r := range records(t, dir, hourfile.Ticks) {
+	for _, r := range daemontest.ReadTable(t, dir, hourfile.Ticks) {
 		at, err := time.Parse(time.RFC3339Nano, r["sample_time"])
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +73,7 @@ func tickTimes(t *testing.T, dir string) []int64 {
 func spanWallUs(t *testing.T, dir, span string) int64 {
 	t.Helper()
 	var us int64
-	for _, r := range records(t, dir, hourfile.Spans) {
+	for _, r := range daemontest.ReadTable(t, dir, hourfile.Spans) {
 		if r["span"] == span {
 			us += atoi(t, r["wall_us"])
 		}
@@ -89,20 +87,8 @@ func spanWallUs(t *testing.T, dir, span string) int64 {
 // the span equals the share of time in it that the spans file gives. Read as of the
 // sampler's read, ~25 ms after the tick, no row carried them.
 func TestShortSpansAtTheTick(t *testing.T) {
-	privileged.Require(t)
-	tmp := t.TempDir()
-	pgBin := pgtest.Private(t)
-	pg := pgtest.StartIn(t, pgBin)
-	if out, err := pg.Pgbench("-i", "-q", "-s", "1").CombinedOutput(); err != nil {
-		t.Fatalf("pgbench -i: %v\n%s", err, out)
-	}
-	work := workload.SpanWork(t)
-	bin, err := daemontest.Build(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(tmp, "data")
-	cfg := filepath.Join(tmp, "threadcap.yaml")
+	r := newRig(t)
+	pg, pgBin, work, bin, dir, cfg := r.pg, r.pgBin, r.work, r.bin, r.dir, r.cfg
 	// One span each, so that a row's span is the one measured: spanwork's call with its
 	// label, and PostgreSQL's queries with their text.
 	yaml := fmt.Sprintf(`dir: %s
@@ -245,21 +231,9 @@ type lockPoll struct {
 // their number as its average; and a span around a 100 ms sleep has a row at every tick
 // while the thread sleeps in it and none once it is idle outside it.
 func TestLockPileUpAndSleepingSpans(t *testing.T) {
-	privileged.Require(t)
 	const waiters = 4
-	tmp := t.TempDir()
-	pgBin := pgtest.Private(t)
-	pg := pgtest.StartIn(t, pgBin)
-	if out, err := pg.Pgbench("-i", "-q", "-s", "1").CombinedOutput(); err != nil {
-		t.Fatalf("pgbench -i: %v\n%s", err, out)
-	}
-	work := workload.SpanWork(t)
-	bin, err := daemontest.Build(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(tmp, "data")
-	cfg := filepath.Join(tmp, "threadcap.yaml")
+	r := newRig(t)
+	pg, pgBin, work, bin, dir, cfg := r.pg, r.pgBin, r.work, r.bin, r.dir, r.cfg
 	yaml := fmt.Sprintf("dir: %s\n%s  - preset: postgresql\n    binary: %s\n", dir, workload.SpanWorkSpans(work), filepath.Join(pgBin, "postgres"))
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
@@ -328,7 +302,6 @@ poll:
 	sleeper := exec.Command(work, "20", "0", "100", "1500")
 	var stderr strings.Builder
 	sleeper.Stderr = &stderr
-	sleepFrom := time.Now()
 	if err := sleeper.Run(); err != nil {
 		t.Fatalf("spanwork: %v\n%s", err, stderr.String())
 	}
@@ -426,12 +399,15 @@ poll:
 	}
 
 	// The sleeping span: a row at every tick while spanwork sleeps in it, none once idle.
-	idle := int64(0)
-	if f := strings.Fields(stderr.String()); len(f) == 2 && f[0] == "idle" {
-		idle, _ = strconv.ParseInt(f[1], 10, 64)
+	said := map[string]int64{}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			said[f[0]], _ = strconv.ParseInt(f[1], 10, 64)
+		}
 	}
-	if idle == 0 {
-		t.Fatalf("spanwork said %q, want idle and a time", stderr.String())
+	calls, idle := said["calls"], said["idle"]
+	if calls == 0 || idle == 0 {
+		t.Fatalf("spanwork said %q, want its calls' and its idle time's start", stderr.String())
 	}
 	spanRows := map[int64]string{}
 	for _, r := range rows {
@@ -442,7 +418,7 @@ poll:
 	var inSpan, idleTicks int
 	for _, tick := range ticks {
 		switch {
-		case tick > sleepFrom.UnixMicro()+150_000 && tick < idle-150_000:
+		case tick > calls+20_000 && tick < idle-20_000:
 			inSpan++
 			if s, ok := spanRows[tick]; !ok || s == "" {
 				t.Errorf("spanwork asleep in its span at %s: row %v, span %q; want a row in the span",

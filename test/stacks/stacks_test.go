@@ -6,7 +6,6 @@ package stacks
 
 import (
 	"bufio"
-	"encoding/csv"
 	"fmt"
 	"os"
 	"os/exec"
@@ -198,10 +197,10 @@ func record(t *testing.T, prog *exec.Cmd, started, done func()) ([]map[string]st
 	}
 	daemon.Stop(t)
 	frames := map[string][]string{}
-	for _, s := range readTable(t, dir, hourfile.Stacks) {
+	for _, s := range daemontest.ReadTable(t, dir, hourfile.Stacks) {
 		frames[s["hash"]] = strings.Split(s["frames"], ";")
 	}
-	return readTable(t, dir, hourfile.Samples), frames
+	return daemontest.ReadTable(t, dir, hourfile.Samples), frames
 }
 
 // binDir holds the threadcap binary the tests build; TestMain removes it.
@@ -242,36 +241,4 @@ func phaseAt(switches []phaseSwitch, us int64) string {
 		return ""
 	}
 	return switches[i-1].fn
-}
-
-// readTable reads every hour file of kind in dir as maps from column to value.
-func readTable(t *testing.T, dir string, kind hourfile.Kind) []map[string]string {
-	t.Helper()
-	files, err := hourfile.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []map[string]string
-	for _, f := range files {
-		if f.Kind != kind || !f.Readable() {
-			continue
-		}
-		fh, err := hourfile.Open(f.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all, err := csv.NewReader(fh).ReadAll()
-		fh.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", f.Path, err)
-		}
-		for _, rec := range all[1:] {
-			m := map[string]string{}
-			for i, name := range all[0] {
-				m[name] = rec[i]
-			}
-			out = append(out, m)
-		}
-	}
-	return out
 }

@@ -2,8 +2,9 @@
 //go:build ignore
 // A process that calls tc_work N times (the first argument), each call on CPU for SPIN_MS
 // (second argument) of its own CPU time and then asleep for SLEEP_MS (third); a time that
-// ends in "us" is in microseconds ("200us"). After the calls it says on stderr "idle" and
-// the CLOCK_REALTIME µs, then sleeps IDLE_MS (fourth, default 0) outside any span. GAP_MS
+// ends in "us" is in microseconds ("200us"). It says on stderr "calls" and the
+// CLOCK_REALTIME µs before the first call, "idle" and the µs after the last, then sleeps
+// IDLE_MS (fourth, default 0) outside any span. GAP_MS
 // (fifth, default 0) is CPU time spent after each call, outside any span. Each call
 // is between the USDT probes threadcap:work__start (arguments: the call's number and a
 // label) and threadcap:work__done, written out as <sys/sdt.h> would (a .note.stapsdt
@@ -93,6 +94,8 @@ int main(int argc, char **argv)
 	/* On the stack: a probe cannot fault in a page the program never touched. */
 	char label[] = "spanwork call";
 
+	clock_gettime(CLOCK_REALTIME, &now);
+	fprintf(stderr, "calls %lld\n", (long long)now.tv_sec * 1000000 + now.tv_nsec / 1000);
 	for (long i = 0; i < n; i++) {
 		TC_PROBE(work__start, threadcap_work__start_semaphore, "-8@%0 8@%1", "r"(i), "r"(label));
 		tc_work(spin, sleep);

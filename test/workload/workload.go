@@ -145,8 +145,8 @@ func VforkParent(t testing.TB, d time.Duration) *os.Process {
 // its own USDT probes threadcap:work__start (call number, label) and threadcap:work__done.
 // Run it as: spanwork CALLS SPIN_MS SLEEP_MS [IDLE_MS [GAP_MS]] (a time may end in "us"
 // for microseconds): each call spins then sleeps inside its spans, then spins GAP outside
-// them; after the calls it writes "idle" and the Unix µs on stderr and sleeps IDLE outside
-// any span. It needs a C compiler (cc).
+// them; it writes "calls" and the Unix µs on stderr before the first call, "idle" and the
+// µs after the last, then sleeps IDLE outside any span. It needs a C compiler (cc).
 func SpanWork(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "spanwork")
