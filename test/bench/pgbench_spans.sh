@@ -23,22 +23,7 @@ set -eu
 tc=$(realpath "${1:?usage: $0 THREADCAP_BINARY}")
 rounds=${ROUNDS:-5}
 secs=${SECONDS_EACH:-20}
-bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-tmp=$(mktemp -d /tmp/threadcap-pgbench-XXXXXX)
-chown postgres "$tmp"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-daemon=
-stop() {
-	[ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-	runuser -u postgres -- "$bin/pg_ctl" -D "$tmp/data" -m immediate -w stop >/dev/null 2>&1 || true
-	rm -rf "$tmp"
-}
-trap stop EXIT INT TERM
-runuser -u postgres -- "$bin/initdb" -D "$tmp/data" -U postgres -A trust --no-sync >/dev/null
-runuser -u postgres -- "$bin/pg_ctl" -D "$tmp/data" -l "$tmp/log" -w \
-	-o "-p $port -k $tmp -c listen_addresses=127.0.0.1 ${PGOPTIONS_SERVER:-}" start >/dev/null
-pgb() { "$bin/pgbench" -h 127.0.0.1 -p "$port" -U postgres "$@" postgres; }
-pgb -i -q -s 10 >/dev/null 2>&1
+. "$(dirname "$0")/pgcluster.sh"
 printf 'dir: %s/preset\nspans:\n  - preset: postgresql\n' "$tmp" >"$tmp/preset.yaml"
 printf 'dir: %s/nostacks\nstacks:\n  kernel: "off"\n' "$tmp" >"$tmp/nostacks.yaml"
 printf 'dir: %s/buffers\nspans:\n  - preset: postgresql\n  - preset: postgresql_buffers\n' "$tmp" >"$tmp/buffers.yaml"
