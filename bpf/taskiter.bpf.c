@@ -130,8 +130,11 @@ struct tc_iter_task {
 	__u64 exec;      /* se.sum_exec_runtime then */
 	__u64 run_delay; /* sched_info.run_delay then */
 	__u64 cum[TC_TIMED_STATES]; /* cumulative time per state at tick_ns */
+	__u64 pending;   /* the part of cum[TC_RUNNABLE] that is a wait run_delay has yet to count */
+	__u64 carry_cpu, carry_run; /* counted by the kernel, beyond what the last interval held */
 	__u64 exec_id;   /* self_exec_id: an exec changes it */
 	__u32 base_nvcsw, base_nivcsw; /* the counts at first sight: records count from 0 */
+	__u8 last_target; /* the state the last time left over went to */
 };
 
 struct {
@@ -306,6 +309,10 @@ static __noinline void first_record(struct task_struct___tc *task, struct task_s
 	it->run_delay = task->sched_info.run_delay;
 	for (i = 0; i < TC_TIMED_STATES; i++)
 		it->cum[i] = 0;
+	it->pending = 0;
+	it->carry_cpu = 0;
+	it->carry_run = 0;
+	it->last_target = TC_SLEEPING;
 	it->exec_id = task->self_exec_id;
 	it->base_nvcsw = task->nvcsw;
 	it->base_nivcsw = task->nivcsw;
@@ -327,6 +334,37 @@ static __noinline void first_record(struct task_struct___tc *task, struct task_s
 	write_view(r, task, it, r->live.state, true, tick);
 	seq_release(&r->seq, c);
 	*seen = tick;
+}
+
+static __always_inline __u64 take(struct tc_iter_task *it, __u8 st, __u64 owed)
+{
+	__u64 n;
+
+	if (st >= TC_TIMED_STATES)
+		return owed;
+	n = it->cum[st] < owed ? it->cum[st] : owed;
+	it->cum[st] -= n;
+	return owed - n;
+}
+
+/*
+ * The kernel counted more CPU time and completed waits than the interval held: a wait
+ * (or CPU time: sum_exec_runtime lags by up to a scheduler tick) that earlier intervals
+ * gave to runnable as still in progress, or to the sleep seen at the tick before it. It is
+ * taken back from there, then from any off-CPU state, never below nothing. Returns what
+ * could not be taken back: the reads ran later than their ticks, by more than that.
+ */
+static __always_inline __u64 give_back(struct tc_iter_task *it, __u64 owed)
+{
+	__u64 n = it->pending < owed ? it->pending : owed;
+
+	it->pending -= n;
+	owed = take(it, TC_RUNNABLE, n) + owed - n;
+	if (it->last_target != TC_RUNNABLE)
+		owed = take(it, it->last_target, owed);
+	owed = take(it, TC_SLEEPING, owed);
+	owed = take(it, TC_UNINTERRUPTIBLE, owed);
+	return take(it, TC_STOPPED, owed);
 }
 
 /*
@@ -355,19 +393,37 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 			it->cum[old] += prev - from;
 		from = prev;
 	}
-	dcpu = exec - it->exec;
-	drun = run - it->run_delay;
+	dcpu = exec - it->exec + it->carry_cpu;
+	drun = run - it->run_delay + it->carry_run;
+	it->carry_cpu = 0;
+	it->carry_run = 0;
 	rest = (__s64)(tick - from) - (__s64)dcpu - (__s64)drun;
-	if (off_cpu_state(st))
-		target = st;
-	else if (off_cpu_state(old))
-		target = old;
-	else
-		target = slept ? TC_SLEEPING : TC_RUNNABLE;
+	if (rest < 0) {
+		/* What cannot be taken back from earlier rows is shown in the next ones, so
+		 * that every row adds up to its interval and the sums stay the kernel's. */
+		__u64 owed = give_back(it, -rest);
+
+		it->carry_run = drun < owed ? drun : owed;
+		drun -= it->carry_run;
+		owed -= it->carry_run;
+		it->carry_cpu = dcpu < owed ? dcpu : owed;
+		dcpu -= it->carry_cpu;
+	}
 	it->cum[TC_ON_CPU] += dcpu;
 	it->cum[TC_RUNNABLE] += drun;
-	if (target < TC_TIMED_STATES)
-		it->cum[target] += rest;
+	if (rest >= 0) {
+		if (off_cpu_state(st))
+			target = st;
+		else if (off_cpu_state(old))
+			target = old;
+		else
+			target = slept ? TC_SLEEPING : TC_RUNNABLE;
+		if (target < TC_TIMED_STATES)
+			it->cum[target] += rest;
+		if (target == TC_RUNNABLE)
+			it->pending += rest;
+		it->last_target = target;
+	}
 	it->tick_ns = tick;
 	it->exec = exec;
 	it->run_delay = run;

@@ -95,9 +95,14 @@ type taskiterTcIterTask struct {
 	Exec       uint64
 	RunDelay   uint64
 	Cum        [5]uint64
+	Pending    uint64
+	CarryCpu   uint64
+	CarryRun   uint64
 	ExecId     uint64
 	BaseNvcsw  uint32
 	BaseNivcsw uint32
+	LastTarget uint8
+	_          [7]byte
 }
 
 // Names of all BPF objects in the ELF.
