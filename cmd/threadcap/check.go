@@ -37,8 +37,33 @@ func checkCommand(args []string) int {
 
 func runChecks(cfg *config.Config) []checkResult {
 	missing, err := bpf.Missing(cfg.Tracker().Syscalls)
-	return []checkResult{checkKernel(missing, err), checkBTF(), checkFeatures(missing, err), checkCaps(),
+	results := []checkResult{checkKernel(missing, err), checkBTF(), checkFeatures(missing, err), checkCaps(),
 		checkLoad(cfg), checkDir(cfg.Dir), checkSpace(cfg)}
+	if cfg.Syscalls == bpf.SyscallsTick {
+		results = append(results, checkSchedstats("/proc"))
+	}
+	return results
+}
+
+// checkSchedstats says, for the hook-free mode, whether the kernel keeps each thread's
+// sleeping and uninterruptible times (kernel.sched_schedstats), and what the mode does
+// with or without them. Informative only: the mode runs either way, and threadcap never
+// changes a sysctl.
+func checkSchedstats(proc string) checkResult {
+	r := checkResult{name: "schedstats"}
+	b, err := os.ReadFile(filepath.Join(proc, "sys/kernel/sched_schedstats"))
+	switch {
+	case err != nil:
+		r.detail = "not in this kernel (built without CONFIG_SCHEDSTATS)"
+	case strings.TrimSpace(string(b)) == "1":
+		r.detail = "on (kernel.sched_schedstats=1)"
+	default:
+		r.detail = "off (kernel.sched_schedstats=0; sysctl kernel.sched_schedstats=1 turns them on, " +
+			"at the price of a few counter updates at every wakeup and sleep of every thread)"
+	}
+	r.detail += "; syscalls tick splits a row's time off CPU into sleeping and uninterruptible " +
+		"by the state seen at the ticks (on_cpu_us, runnable_us and the switches are the kernel's own counts)"
+	return r
 }
 
 // printChecks writes one line per check and reports whether all passed.
