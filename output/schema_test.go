@@ -83,6 +83,7 @@ func TestReadmeColumnsMatchSchema(t *testing.T) {
 	for _, tc := range []struct{ section, table, name string }{
 		{"columns", MarkdownTable(), "output.MarkdownTable()"},
 		{"io-columns", IOMarkdownTable(), "output.IOMarkdownTable()"},
+		{"profile-columns", ProfileMarkdownTable(), "output.ProfileMarkdownTable()"},
 	} {
 		begin, end := "<!-- "+tc.section+":begin", "<!-- "+tc.section+":end -->"
 		text := string(readme)
