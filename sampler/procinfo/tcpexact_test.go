@@ -41,7 +41,7 @@ func TestSocketsAskedForOneByOne(t *testing.T) {
 		t.Cleanup(func() { client.Close(); server.Close() })
 		return ln, client, server
 	}
-	ln4, client4, _ := connect("tcp4", "127.0.0.1:0")
+	ln4, client4, server4 := connect("tcp4", "127.0.0.1:0")
 	_, client6, _ := connect("tcp6", "[::1]:0")
 	// A dual-stack listener's accepted IPv4 connection is a tcp6 socket with v4-mapped
 	// addresses; its fd_target shows them as IPv4.
@@ -79,21 +79,31 @@ func TestSocketsAskedForOneByOne(t *testing.T) {
 	if ns.dumped.Equal(tick) {
 		t.Fatal("the namespace was dumped, want each socket asked for")
 	}
-	if got := c.socket(pid, socketIno(t, client6), targetOf("tcp", client4), tick); got.State != "ESTABLISHED" || !ns.dumped.Equal(tick) {
+	if got := c.socket(pid, socketIno(t, server4), targetOf("tcp", client4), tick); got.State != "ESTABLISHED" || !ns.dumped.Equal(tick) {
 		t.Errorf("another socket's addresses: %+v, dumped %v; want the dump's answer for the inode", got, ns.dumped.Equal(tick))
 	}
 
-	// A new tick, and more rows than the budget: asked for one by one, then dumped.
-	next := tick.Add(time.Second)
+	// A new tick, and rows on more sockets than the budget (as if the namespace's last
+	// dump had had few): asked for one by one, each once, then dumped.
+	ns.lastCount = 0
+	var clients []net.Conn
 	for range ns.exactBudget() + 1 {
-		if got := c.socket(pid, socketIno(t, client4), targetOf("tcp", client4), next); got.State != "ESTABLISHED" {
-			t.Fatalf("ipv4 at the next tick: %+v", got)
+		_, client, _ := connect("tcp4", "127.0.0.1:0")
+		clients = append(clients, client)
+	}
+	next := tick.Add(time.Second)
+	for i, client := range clients {
+		for range 2 { // a second row of the same socket is answered from the first's
+			if got := c.socket(pid, socketIno(t, client), targetOf("tcp", client), next); got.State != "ESTABLISHED" {
+				t.Fatalf("socket %d at the next tick: %+v", i, got)
+			}
+		}
+		if dumped := ns.dumped.Equal(next); dumped != (i == len(clients)-1) {
+			t.Fatalf("after %d sockets of a budget of %d: dumped %v", i+1, ns.exactBudget(), dumped)
 		}
 	}
-	if !ns.dumped.Equal(next) {
-		t.Error("past the budget, the namespace was not dumped")
-	}
 	// The tick after needed more than the budget too: dumped at its first row.
+	ns.lastCount = 0
 	after := next.Add(time.Second)
 	c.socket(pid, socketIno(t, client4), targetOf("tcp", client4), after)
 	if !ns.dumped.Equal(after) {
