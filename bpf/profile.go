@@ -230,23 +230,31 @@ func (p *Profile) Take() ([]ProfileCount, ProfileStacks, error) {
 		}
 		stacks[id] = ips
 	}
-	err := batches(counts, p.keys, p.vals, func(i int) {
-		k, v := &p.keys[i], &p.vals[i]
-		out = append(out, ProfileCount{
-			Pid: int32(k.Pid), Tid: int32(k.Tid), Process: cString(v.Process[:]), Thread: cString(v.Thread[:]),
-			KernelStack: k.Kstack, UserStack: k.Ustack, Samples: v.Samples,
-		})
-		frames(k.Kstack)
-		frames(k.Ustack)
-	})
-	if err != nil {
-		return out, stacks, fmt.Errorf("reading the profile's counts: %w", err)
+	// Read and deleted a batch at a time: nothing writes this generation any more.
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := counts.BatchLookupAndDelete(&cursor, p.keys, p.vals, nil)
+		for i := range n {
+			k, v := &p.keys[i], &p.vals[i]
+			out = append(out, ProfileCount{
+				Pid: int32(k.Pid), Tid: int32(k.Tid), Process: cString(v.Process[:]), Thread: cString(v.Thread[:]),
+				KernelStack: k.Kstack, UserStack: k.Ustack, Samples: v.Samples,
+			})
+			frames(k.Kstack)
+			frames(k.Ustack)
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			break
+		}
+		if err != nil {
+			return out, stacks, fmt.Errorf("reading the profile's counts: %w", err)
+		}
 	}
-	return out, stacks, errors.Join(empty(counts, profileTcProfileKey{}), empty(stackMap, uint32(0)))
+	return out, stacks, empty(stackMap, uint32(0))
 }
 
-// empty deletes every entry of m; key is a value of m's key type. A hash map's next key
-// after a deleted one restarts from its first: the keys are listed first, then deleted.
+// empty deletes every entry of m (a stack map, which has no batch operations); key is a
+// value of m's key type. The keys are listed first, then deleted.
 func empty[K any](m *ebpf.Map, key K) error {
 	var keys []K
 	err := m.NextKey(nil, &key)

@@ -42,8 +42,9 @@ func TestCheckProfileHz(t *testing.T) {
 
 // TestProfileShares: three threads on CPU 100%, 50% and 20% of the time get, each, the
 // share of the profile's samples that schedstat gives them of the three's CPU time, within
-// 0.05 over 10 s at 99 Hz; and the samples stand for the CPU time they add up to, 1/99 s
-// each, within 10%.
+// 0.05 over 10 s at 99 Hz. What the samples stand for (1/99 s each) against the CPU time
+// is logged, not checked: the timer runs on wall time, so time the hypervisor steals from a
+// thread on CPU is sampled, while the kernel's count leaves it out.
 func TestProfileShares(t *testing.T) {
 	privileged.Require(t)
 	p, err := OpenProfile(99)
@@ -93,9 +94,7 @@ func TestProfileShares(t *testing.T) {
 			t.Errorf("thread %d: share of samples %.3f, of CPU time %.3f: more than 0.05 apart", th.Tid, share, want)
 		}
 	}
-	if est := sampleSum / 99 * 1e9; math.Abs(est-cpuSum) > 0.1*cpuSum {
-		t.Errorf("samples stand for %.2f s of CPU, schedstat says %.2f s", est/1e9, cpuSum/1e9)
-	}
+	t.Logf("the samples stand for %.2f s of CPU, schedstat says %.2f s", sampleSum/99, cpuSum/1e9)
 	if p.LostSamples() != 0 {
 		t.Errorf("%d samples lost", p.LostSamples())
 	}
