@@ -103,3 +103,40 @@ func TestProfilerNamesAndMerges(t *testing.T) {
 		t.Errorf("second minute %+v, want kernel stack 0 named anew: kernel_clone", second)
 	}
 }
+
+// TestProfilerSumsTakesOfAMinute: the takes of one minute are one line per thread and
+// stacks, their samples summed, written once at the minute's end; a minute without
+// samples writes nothing but an empty minute.
+func TestProfilerSumsTakesOfAMinute(t *testing.T) {
+	pc := uint64(reflect.ValueOf(profileTarget).Pointer())
+	pid := int32(os.Getpid())
+	take := func(id int32, n uint64) fakeTake {
+		return fakeTake{
+			counts: []bpf.ProfileCount{{Pid: pid, Tid: pid, Process: "p", Thread: "t", KernelStack: -1, UserStack: id, Samples: n}},
+			stacks: bpf.ProfileStacks{id: {pc + 1}},
+		}
+	}
+	src := &fakeProfile{takes: []fakeTake{take(3, 10), take(7, 20), take(3, 5), {}}}
+	sink := &profileRows{}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	p, err := NewProfiler(ProfileConfig{Source: src, Sink: sink, Kallsyms: filepath.Join("symbolize", "testdata", "kallsyms"),
+		Wall: time.Now, Log: logrus.NewEntry(log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	minute := time.Now().Truncate(time.Minute)
+	p.take(minute)
+	p.take(minute.Add(10 * time.Second))
+	if len(sink.minutes) != 0 {
+		t.Fatalf("written before the minute's end: %v", sink.minutes)
+	}
+	p.Write(minute) // a third take, then the minute
+	p.Write(minute.Add(time.Minute))
+	if len(sink.minutes) != 2 || len(sink.minutes[0]) != 1 || sink.minutes[0][0].Samples != 35 || !sink.minutes[0][0].Minute.Equal(minute) {
+		t.Fatalf("minutes %+v, want one line of 35 samples (10 + 20 + 5) in the first", sink.minutes)
+	}
+	if len(sink.minutes[1]) != 0 {
+		t.Errorf("second minute %+v, want no line", sink.minutes[1])
+	}
+}
