@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # What the rows of threads inside spans add to a recording: each threadcap binary given
-# records, with the default filter and `spans: [{preset: postgresql}]` at 1 Hz, pgbench
-# with 8 clients for SECONDS_EACH (default 60) on a throwaway cluster; prints its samples
-# files' bytes, rows, rows in a span and the bytes per hour they come to. Give the binary
-# from before and after a change to compare them in one run.
+# records PostgreSQL's threads (`processes: [postgres]`, so that nothing else running on
+# the machine counts), with the default filter and `spans: [{preset: postgresql}]` at
+# 1 Hz, while pgbench runs with 8 clients for SECONDS_EACH (default 60) on a throwaway
+# cluster; prints its samples files' bytes, rows, rows in a span and the bytes per hour
+# they come to. Give the binary from before and after a change to compare them in one run.
 #
 #   go build -o .bench/threadcap ./cmd/threadcap
 #   sudo test/bench/span_rows_bytes.sh .bench/threadcap-before .bench/threadcap
@@ -17,7 +18,7 @@ n=0
 for tc in "$@"; do
 	n=$((n + 1))
 	dir=$tmp/run$n
-	printf 'dir: %s\nspans:\n  - preset: postgresql\n' "$dir" >"$tmp/run$n.yaml"
+	printf 'dir: %s\nprocesses: [postgres]\nspans:\n  - preset: postgresql\n' "$dir" >"$tmp/run$n.yaml"
 	"$(realpath "$tc")" run --config "$tmp/run$n.yaml" --hz 1 --log-level warn &
 	daemon=$!
 	sleep 3
