@@ -144,6 +144,17 @@ struct {
 	__type(value, struct tc_iter_task);
 } iter_tasks SEC(".maps");
 
+/*
+ * A state as an index into a per-state array, bounded in the register that indexes: a
+ * bound checked earlier is on a register the compiler may spill and reload, which 6.1's
+ * verifier then takes as any byte. Callers pass timed states only.
+ */
+static __always_inline __u32 state_index(__u32 st)
+{
+	asm volatile("%0 &= 7" : "+r"(st));
+	return st;
+}
+
 static __always_inline void count(enum tc_counter which)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
@@ -251,7 +262,7 @@ static __always_inline void write_view(struct record *r, struct task_struct___tc
 		v->state_ns[i] = it->cum[i];
 	/* The sampler adds the stretch since since_ns to the current state. */
 	if (st < TC_TIMED_STATES)
-		v->state_ns[st] -= tick - v->since_ns;
+		v->state_ns[state_index(st)] -= tick - v->since_ns;
 	v->cpu_ns = it->cum[TC_ON_CPU];
 	v->cpu_at_ns = tick;
 	v->nvcsw = (__u32)task->nvcsw - it->base_nvcsw;
@@ -339,11 +350,13 @@ static __noinline void first_record(struct task_struct___tc *task, struct task_s
 static __always_inline __u64 take(struct tc_iter_task *it, __u8 st, __u64 owed)
 {
 	__u64 n;
+	__u32 i;
 
 	if (st >= TC_TIMED_STATES)
 		return owed;
-	n = it->cum[st] < owed ? it->cum[st] : owed;
-	it->cum[st] -= n;
+	i = state_index(st);
+	n = it->cum[i] < owed ? it->cum[i] : owed;
+	it->cum[i] -= n;
 	return owed - n;
 }
 
@@ -390,7 +403,7 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 	/* Quiet since the last write up to the previous iteration: in old all along. */
 	if (prev > from && prev < tick) {
 		if (old < TC_TIMED_STATES)
-			it->cum[old] += prev - from;
+			it->cum[state_index(old)] += prev - from;
 		from = prev;
 	}
 	dcpu = exec - it->exec + it->carry_cpu;
@@ -419,7 +432,7 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 		else
 			target = slept ? TC_SLEEPING : TC_RUNNABLE;
 		if (target < TC_TIMED_STATES)
-			it->cum[target] += rest;
+			it->cum[state_index(target)] += rest;
 		if (target == TC_RUNNABLE)
 			it->pending += rest;
 		it->last_target = target;
@@ -506,7 +519,7 @@ static long sweep_one(__u64 i, void *data)
 	last = *seen;
 	old = v->state;
 	if (old < TC_TIMED_STATES && last > v->since_ns)
-		v->state_ns[old] += last - v->since_ns;
+		v->state_ns[state_index(old)] += last - v->since_ns;
 	v->prev_state = old;
 	v->state = TC_DEAD;
 	v->since_ns = last;
