@@ -63,16 +63,38 @@ func (ti *taskIter) run(mono uint64) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("starting the task iterator: %w", err)
 	}
-	_, err = io.Copy(io.Discard, rd)
+	// A read that returns nothing is not always the end: the kernel may stop a read
+	// early (its seq_file logic), and only the program's last call, after the last task,
+	// marks the tick done. So reads go on until it has, a bounded number of times.
+	var reads int
+	for reads = 1; ; reads++ {
+		_, err = io.Copy(io.Discard, rd)
+		if err != nil || ti.done(mono) || reads == maxIterReads {
+			break
+		}
+	}
 	err = errors.Join(err, rd.Close())
 	if err != nil {
 		return 0, fmt.Errorf("running the task iterator: %w", err)
+	}
+	if !ti.done(mono) {
+		return 0, fmt.Errorf("the task iterator did not reach its end in %d reads", reads)
 	}
 	var used uint64
 	if err := ti.coll.Variables[taskiterVarSlotsUsed].Get(&used); err != nil {
 		return 0, fmt.Errorf("reading the slots used: %w", err)
 	}
 	return used, nil
+}
+
+// maxIterReads bounds the reads of one iteration: each read goes on from where the
+// last stopped, so only a kernel that never ends one would take them all.
+const maxIterReads = 1000
+
+// done reports whether the iteration for the tick mono has been through every task.
+func (ti *taskIter) done(mono uint64) bool {
+	var prev uint64
+	return ti.coll.Variables[taskiterVarPrevTickNs].Get(&prev) == nil && prev == mono
 }
 
 func (ti *taskIter) close() error {
