@@ -51,12 +51,16 @@ var enrichments = []struct{ name, settings string }{
 // configIOOff is the enrichment without block I/O tracking, which is on by default.
 const configIOOff = "io off"
 
+// modeTick is the hook-free mode (syscalls tick), whose cost per tick is a pass over every
+// thread: it has targets of its own.
+const modeTick = "tick"
+
 // configs are the configurations of a run, in the order of the first round: the
 // enrichment variants run in full mode at the first rate.
 func configs(rates []int) []config {
 	cs := []config{{name: configNone}, {name: configFloor, floor: floorAll},
 		{name: configFloorPassive, floor: floorPassive}}
-	for _, mode := range []string{"full", "passive"} {
+	for _, mode := range []string{"full", "passive", modeTick} {
 		for _, hz := range rates {
 			cs = append(cs, config{name: fmt.Sprintf("%s %dHz", mode, hz), mode: mode, hz: hz})
 		}
