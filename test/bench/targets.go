@@ -114,8 +114,7 @@ func (r *report) targetTable(w io.Writer) {
 }
 
 // worstDaemon is the highest median of f over the default daemon configurations with hooks
-// (full and passive) on workload,
-// met when it is at most limit.
+// (full and passive) on workload, met when it is at most limit.
 func (r *report) worstDaemon(workload string, f func(sample) float64, limit float64, format func(float64) string) (string, bool, bool) {
 	return r.worstDaemonIn(workload, "", 0, f, limit, format)
 }
