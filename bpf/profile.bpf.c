@@ -13,6 +13,7 @@
 #include "include/vmlinux.h"
 #include "include/bpf_helpers.h"
 #include "profile.h"
+#include "threadcap.h"
 
 #define EEXIST 17
 
@@ -23,6 +24,19 @@ struct task_struct___profile {
 } __attribute__((preserve_access_index));
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* 1: span_threads is the tracker's (shared at load time), and samples count by span. */
+volatile const __u8 spans_on = 0;
+
+/* The tracker's open spans by tid (threadcap.bpf.c), replaced by it at load time when spans
+ * are configured; this declaration only gives its shape. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct tc_span_thread);
+	__uint(max_entries, 1);
+} span_threads SEC(".maps");
 
 /* The generation samples are counted in; written by user space (memory-mapped .bss). */
 __u32 gen = 0;
@@ -54,6 +68,34 @@ STACK_MAP profile_stacks0 SEC(".maps");
 STACK_MAP profile_stacks1 SEC(".maps");
 COUNT_MAP profile_counts0 SEC(".maps");
 COUNT_MAP profile_counts1 SEC(".maps");
+
+/*
+ * The innermost span the current thread has open, id + 1; 0 when none. Only the thread's
+ * own probes write its entry, and a perf event program does not run inside another
+ * program on its CPU, so the entry should be whole here; seq is checked anyway, as user
+ * space checks it, and an entry that moved while read counts as no span.
+ */
+static __always_inline __u32 innermost_span(__u32 tid)
+{
+	struct tc_span_thread *t;
+	__u32 seq;
+	__u8 depth;
+	__u16 span;
+
+	if (!spans_on)
+		return 0;
+	t = bpf_map_lookup_elem(&span_threads, &tid);
+	if (!t)
+		return 0;
+	seq = *(volatile __u32 *)&t->seq;
+	depth = *(volatile __u8 *)&t->depth;
+	if ((seq & 1) || depth == 0 || depth > TC_SPAN_DEPTH)
+		return 0;
+	span = *(volatile __u16 *)&t->frames[(depth - 1) & (TC_SPAN_DEPTH - 1)].span;
+	if (*(volatile __u32 *)&t->seq != seq)
+		return 0;
+	return (__u32)span + 1;
+}
 
 static __always_inline __s32 stack_id(long id)
 {
@@ -88,6 +130,7 @@ int on_profile_tick(void *ctx)
 		stacks = &profile_stacks0;
 		counts = &profile_counts0;
 	}
+	key.span = innermost_span(key.tid);
 	key.kstack = stack_id(bpf_get_stackid(ctx, stacks, 0));
 	key.ustack = stack_id(bpf_get_stackid(ctx, stacks, BPF_F_USER_STACK));
 

@@ -68,15 +68,20 @@ type ProfileCount struct {
 	// counts; -1 when the sample had no such stack (user code has no kernel stack, a
 	// kernel thread no user stack) or it was lost.
 	KernelStack, UserStack int32
-	Samples                uint64
+	// Span is the innermost span the thread had open, its id + 1; 0 for none (or no
+	// spans shared: see OpenProfile).
+	Span    uint16
+	Samples uint64
 }
 
 // ProfileStacks are the frames of the stacks of one Take, innermost first, by id.
 type ProfileStacks map[int32][]uint64
 
 // OpenProfile loads the profile's program and starts sampling every online CPU hz times
-// a second. On error nothing stays loaded or open.
-func OpenProfile(hz int) (p *Profile, err error) {
+// a second. With spans, a Tracker with span probes, samples are counted by the innermost
+// span their thread had open too (the tracker's map of open spans is shared, read-only).
+// On error nothing stays loaded or open.
+func OpenProfile(hz int, spans *Tracker) (p *Profile, err error) {
 	if err := CheckProfileHz(hz); err != nil {
 		return nil, err
 	}
@@ -96,7 +101,16 @@ func OpenProfile(hz int) (p *Profile, err error) {
 	for _, m := range []string{profileMapProfileCounts0, profileMapProfileCounts1} {
 		spec.Maps[m].MaxEntries = profileCountEntries
 	}
-	coll, err := ebpf.NewCollection(spec)
+	var opts ebpf.CollectionOptions
+	if spans != nil && spans.spans > 0 {
+		m := spans.coll.Maps[threadcapMapSpanThreads]
+		spec.Maps[profileMapSpanThreads].MaxEntries = m.MaxEntries()
+		opts.MapReplacements = map[string]*ebpf.Map{profileMapSpanThreads: m}
+		if err := spec.Variables[profileVarSpansOn].Set(uint8(1)); err != nil {
+			return nil, fmt.Errorf("setting the profile's spans: %w", err)
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
 	if err != nil {
 		return nil, explain(fmt.Errorf("loading the profile's bpf objects: %w", err))
 	}
@@ -238,7 +252,7 @@ func (p *Profile) Take() ([]ProfileCount, ProfileStacks, error) {
 			k, v := &p.keys[i], &p.vals[i]
 			out = append(out, ProfileCount{
 				Pid: int32(k.Pid), Tid: int32(k.Tid), Process: cString(v.Process[:]), Thread: cString(v.Thread[:]),
-				KernelStack: k.Kstack, UserStack: k.Ustack, Samples: v.Samples,
+				KernelStack: k.Kstack, UserStack: k.Ustack, Span: uint16(k.Span), Samples: v.Samples,
 			})
 			frames(k.Kstack)
 			frames(k.Ustack)

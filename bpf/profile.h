@@ -16,6 +16,7 @@ struct tc_profile_key {
 	__u32 tid;
 	__s32 kstack;
 	__s32 ustack;
+	__u32 span; /* the innermost span open (its id + 1), 0: none or spans off */
 };
 
 /* Samples of a key, and the names of its thread and process at its first sample. */

@@ -31,7 +31,7 @@ func TestProfileProgramCost(t *testing.T) {
 	}
 	defer os.WriteFile(statsPath, was, 0)
 	const hz = 99
-	p, err := OpenProfile(hz)
+	p, err := OpenProfile(hz, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

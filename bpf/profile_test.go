@@ -4,6 +4,7 @@ package bpf
 
 import (
 	"math"
+	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func TestCheckProfileHz(t *testing.T) {
 // thread on CPU is sampled, while the kernel's count leaves it out.
 func TestProfileShares(t *testing.T) {
 	privileged.Require(t)
-	p, err := OpenProfile(99)
+	p, err := OpenProfile(99, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,5 +101,52 @@ func TestProfileShares(t *testing.T) {
 	t.Logf("the samples stand for %.2f s of CPU, schedstat says %.2f s", sampleSum/99, cpuSum/1e9)
 	if p.LostSamples() != 0 {
 		t.Errorf("%d samples lost", p.LostSamples())
+	}
+}
+
+// TestProfileBySpan: with the tracker's spans shared, spanwork's samples while it spins
+// inside span work (tc_work, nested in span call) count under work, the innermost, and
+// those of other threads under no span.
+func TestProfileBySpan(t *testing.T) {
+	privileged.Require(t)
+	bin := workload.SpanWork(t)
+	tr := openTracker(t, Config{Spans: spanworkProbes(t, bin)})
+	p, err := OpenProfile(99, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	workload.Spinner(t) // outside any span
+	cmd := exec.Command(bin, "40", "50", "1")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("spanwork: %v", err)
+	}
+	counts, _, err := p.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySpan := map[uint16]uint64{}
+	var others, othersInSpan uint64
+	for _, c := range counts {
+		if int(c.Pid) == cmd.Process.Pid {
+			bySpan[c.Span] += c.Samples
+			continue
+		}
+		others += c.Samples
+		if c.Span != 0 {
+			othersInSpan += c.Samples
+		}
+	}
+	var all uint64
+	for _, n := range bySpan {
+		all += n
+	}
+	t.Logf("spanwork's samples by span (id + 1): %v; other threads' %d, %d of them in a span", bySpan, others, othersInSpan)
+	// 40 calls spinning 50 ms inside work: 2 s on CPU, some 200 samples, nearly all there.
+	if all < 50 || float64(bySpan[2]) < 0.8*float64(all) {
+		t.Errorf("%d of spanwork's %d samples under span work (id 1), want most of at least 50", bySpan[2], all)
+	}
+	if othersInSpan != 0 {
+		t.Errorf("%d samples of other threads count under a span", othersInSpan)
 	}
 }

@@ -26,6 +26,37 @@ type profileTcProfileKey struct {
 	Tid    uint32
 	Kstack int32
 	Ustack int32
+	Span   uint32
+}
+
+type profileTcSpanThread struct {
+	_           structs.HostLayout
+	Seq         uint32
+	Tid         uint32
+	TaskStartNs uint64
+	TickNs      uint64
+	Depth       uint8
+	Skipped     uint8
+	AtTickOpen  uint8
+	Pad         [5]uint8
+	AtTick      struct {
+		_       structs.HostLayout
+		StartNs uint64
+		PartNs  [4]uint64
+		IntArg  int64
+		Span    uint16
+		Text    [128]uint8
+		Pad     [6]uint8
+	}
+	Frames [4]struct {
+		_       structs.HostLayout
+		StartNs uint64
+		PartNs  [4]uint64
+		IntArg  int64
+		Span    uint16
+		Text    [128]uint8
+		Pad     [6]uint8
+	}
 }
 
 // Names of all BPF objects in the ELF.
@@ -36,10 +67,12 @@ const (
 	profileMapProfileCounts1 = "profile_counts1"
 	profileMapProfileStacks0 = "profile_stacks0"
 	profileMapProfileStacks1 = "profile_stacks1"
+	profileMapSpanThreads    = "span_threads"
 	profileProgOnProfileTick = "on_profile_tick"
 	profileVarGen            = "gen"
 	profileVarLostSamples    = "lost_samples"
 	profileVarLostStacks     = "lost_stacks"
+	profileVarSpansOn        = "spans_on"
 )
 
 // loadProfile returns the embedded CollectionSpec for profile.
@@ -95,6 +128,7 @@ type profileMapSpecs struct {
 	ProfileCounts1 *ebpf.MapSpec `ebpf:"profile_counts1"`
 	ProfileStacks0 *ebpf.MapSpec `ebpf:"profile_stacks0"`
 	ProfileStacks1 *ebpf.MapSpec `ebpf:"profile_stacks1"`
+	SpanThreads    *ebpf.MapSpec `ebpf:"span_threads"`
 }
 
 // profileVariableSpecs contains global variables before they are loaded into the kernel.
@@ -104,6 +138,7 @@ type profileVariableSpecs struct {
 	Gen         *ebpf.VariableSpec `ebpf:"gen"`
 	LostSamples *ebpf.VariableSpec `ebpf:"lost_samples"`
 	LostStacks  *ebpf.VariableSpec `ebpf:"lost_stacks"`
+	SpansOn     *ebpf.VariableSpec `ebpf:"spans_on"`
 }
 
 // profileObjects contains all objects after they have been loaded into the kernel.
@@ -130,6 +165,7 @@ type profileMaps struct {
 	ProfileCounts1 *ebpf.Map `ebpf:"profile_counts1"`
 	ProfileStacks0 *ebpf.Map `ebpf:"profile_stacks0"`
 	ProfileStacks1 *ebpf.Map `ebpf:"profile_stacks1"`
+	SpanThreads    *ebpf.Map `ebpf:"span_threads"`
 }
 
 func (m *profileMaps) Close() error {
@@ -138,6 +174,7 @@ func (m *profileMaps) Close() error {
 		m.ProfileCounts1,
 		m.ProfileStacks0,
 		m.ProfileStacks1,
+		m.SpanThreads,
 	)
 }
 
@@ -148,6 +185,7 @@ type profileVariables struct {
 	Gen         *ebpf.Variable `ebpf:"gen"`
 	LostSamples *ebpf.Variable `ebpf:"lost_samples"`
 	LostStacks  *ebpf.Variable `ebpf:"lost_stacks"`
+	SpansOn     *ebpf.Variable `ebpf:"spans_on"`
 }
 
 // profilePrograms contains all programs after they have been loaded into the kernel.
