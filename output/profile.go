@@ -21,6 +21,7 @@ var ProfileColumns = []Column{
 	{"user_stack", typeVarchar, "", "Hash of the user-space stack of the samples (a frame-pointer walk); empty for kernel threads (and when lost). Its frames are in the same stacks file."},
 	{"samples", typeBigint, "", "Samples of the thread on CPU with these stacks in the minute."},
 	{"hz", typeInteger, "Hz", "The profile's rate (profile.hz): each sample stands for 1/hz s of CPU time."},
+	{"span", typeVarchar, "", "The innermost configured span (spans in the config) the thread was in at these samples, such as query; empty when none."},
 }
 
 // profileHeader heads every profile file.
@@ -47,6 +48,7 @@ func AppendProfileCSV(dst []byte, r *state.ProfileRow) []byte {
 	}
 	dst = strconv.AppendUint(append(dst, ','), r.Samples, 10)
 	dst = strconv.AppendInt(append(dst, ','), int64(r.Hz), 10)
+	dst = hourfile.AppendText(append(dst, ','), r.Span)
 	return append(dst, '\n')
 }
 

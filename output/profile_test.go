@@ -26,7 +26,7 @@ func TestProfileFileAndItsStacks(t *testing.T) {
 	spin := state.NewStack([]string{"main", "spin"})
 	sys := state.NewStack([]string{"entry_SYSCALL_64", "do_syscall_64", "ksys_read"})
 	rows := []state.ProfileRow{
-		{Minute: start, Pid: 10, Tid: 11, Process: "app", Thread: "=worker", UserStack: spin, Samples: 97, Hz: 99},
+		{Minute: start, Pid: 10, Tid: 11, Process: "app", Thread: "=worker", UserStack: spin, Samples: 97, Hz: 99, Span: "query"},
 		{Minute: start, Pid: 10, Tid: 11, Process: "app", Thread: "=worker", KernelStack: sys, UserStack: spin, Samples: 2, Hz: 99},
 		{Minute: start, Pid: 2, Tid: 2, Process: "kthreadd", Thread: "kworker/0:1", Samples: 1, Hz: 99},
 	}
@@ -45,11 +45,11 @@ func TestProfileFileAndItsStacks(t *testing.T) {
 	}
 	m0, m1 := start.Local().Format(hourfile.TimeLayout), next.Local().Format(hourfile.TimeLayout)
 	want := [][]string{
-		{"minute", "pid", "tid", "process", "thread", "kernel_stack", "user_stack", "samples", "hz"},
-		{m0, "10", "11", "app", "'=worker", "", spin.Hash, "97", "99"},
-		{m0, "10", "11", "app", "'=worker", sys.Hash, spin.Hash, "2", "99"},
-		{m0, "2", "2", "kthreadd", "kworker/0:1", "", "", "1", "99"},
-		{m1, "10", "11", "app", "'=worker", "", spin.Hash, "97", "99"},
+		{"minute", "pid", "tid", "process", "thread", "kernel_stack", "user_stack", "samples", "hz", "span"},
+		{m0, "10", "11", "app", "'=worker", "", spin.Hash, "97", "99", "query"},
+		{m0, "10", "11", "app", "'=worker", sys.Hash, spin.Hash, "2", "99", ""},
+		{m0, "2", "2", "kthreadd", "kworker/0:1", "", "", "1", "99", ""},
+		{m1, "10", "11", "app", "'=worker", "", spin.Hash, "97", "99", "query"},
 	}
 	if got := readCSV(t, filepath.Join(dir, "threadcap_profile_2026-11-21T14Z.csv")); !reflect.DeepEqual(got, want) {
 		t.Errorf("profile file:\n got %q\nwant %q", got, want)

@@ -32,6 +32,8 @@ type ProfileSink interface {
 type ProfileConfig struct {
 	Source ProfileSource
 	Sink   ProfileSink
+	// SpanNames name the spans samples count by, in id order.
+	SpanNames []string
 	// ProcRoot is where processes' maps and mapped files are read ("/proc" when "");
 	// Kallsyms where kernel symbols are (ProcRoot/kallsyms when "").
 	ProcRoot, Kallsyms string
@@ -67,6 +69,7 @@ type Profiler struct {
 type profileLine struct {
 	tid          int32
 	kernel, user string // hashes
+	span         uint16
 }
 
 // NewProfiler makes a Profiler; Run starts it.
@@ -154,7 +157,10 @@ func (p *Profiler) take(now time.Time) {
 		if c.UserStack >= 0 {
 			r.UserStack = p.ustacks.Get(&state.Thread{Pid: c.Pid, UserStack: uint16(c.UserStack + 1)}, now)
 		}
-		k := profileLine{tid: c.Tid}
+		if id := int(c.Span) - 1; id >= 0 && id < len(p.cfg.SpanNames) {
+			r.Span = p.cfg.SpanNames[id]
+		}
+		k := profileLine{tid: c.Tid, span: c.Span}
 		if r.KernelStack != nil {
 			k.kernel = r.KernelStack.Hash
 		}

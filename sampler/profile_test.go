@@ -58,6 +58,7 @@ func TestProfilerNamesAndMerges(t *testing.T) {
 				{Pid: pid, Tid: pid, Process: "p", Thread: "t", KernelStack: -1, UserStack: 1, Samples: 5},
 				{Pid: pid, Tid: pid, Process: "p", Thread: "t", KernelStack: -1, UserStack: 2, Samples: 7},
 				{Pid: pid, Tid: pid, Process: "p", Thread: "t", KernelStack: 0, UserStack: 1, Samples: 1},
+				{Pid: pid, Tid: pid, Process: "p", Thread: "t", KernelStack: -1, UserStack: 2, Span: 1, Samples: 4},
 			},
 			stacks: bpf.ProfileStacks{
 				0: {0xffffffff81100020},  // do_syscall_64
@@ -74,7 +75,7 @@ func TestProfilerNamesAndMerges(t *testing.T) {
 	log.SetOutput(io.Discard)
 	p, err := NewProfiler(ProfileConfig{
 		Source: src, Sink: sink, Kallsyms: filepath.Join("symbolize", "testdata", "kallsyms"),
-		Wall: time.Now, Log: logrus.NewEntry(log),
+		SpanNames: []string{"query"}, Wall: time.Now, Log: logrus.NewEntry(log),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -86,8 +87,11 @@ func TestProfilerNamesAndMerges(t *testing.T) {
 		t.Fatalf("%d minutes written, want 2", len(sink.minutes))
 	}
 	first := sink.minutes[0]
-	if len(first) != 2 {
-		t.Fatalf("first minute: %d rows, want 2 (user stacks 1 and 2 name the same function): %+v", len(first), first)
+	if len(first) != 3 {
+		t.Fatalf("first minute: %d rows, want 3 (user stacks 1 and 2 name the same function; in a span, a line of its own): %+v", len(first), first)
+	}
+	if first[2].Span != "query" || first[2].Samples != 4 || first[0].Span != "" {
+		t.Errorf("rows %+v, want the last in span query with 4 samples, the first in none", first)
 	}
 	if first[0].UserStack == nil || !strings.HasSuffix(first[0].UserStack.Frames, "sampler.profileTarget") {
 		t.Errorf("user stack %+v, want it to end in sampler.profileTarget", first[0].UserStack)

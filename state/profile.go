@@ -13,7 +13,9 @@ type ProfileRow struct {
 	// KernelStack is nil for samples in user code (or a stack lost), UserStack for kernel
 	// threads' samples (or a stack lost).
 	KernelStack, UserStack *Stack
-	Samples                uint64
+	// Span is the innermost span the thread had open (spans in the config), "" for none.
+	Span    string
+	Samples uint64
 	// Hz is the profile's rate: each sample stands for 1/Hz s of CPU.
 	Hz int
 }

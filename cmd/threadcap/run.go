@@ -156,7 +156,7 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 	if err != nil {
 		return err
 	}
-	stopProfile, err := startProfile(ctx, cfg.Profile.Hz, writer, logrus.WithField(fieldComponent, "profile"))
+	stopProfile, err := startProfile(ctx, cfg.Profile.Hz, tracker, spans.names, writer, logrus.WithField(fieldComponent, "profile"))
 	if err != nil {
 		return err
 	}

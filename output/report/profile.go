@@ -14,9 +14,9 @@ import (
 )
 
 // profileMatchable are the profile files' columns a filter may name.
-var profileMatchable = []string{"pid", "tid", "process", "thread"}
+var profileMatchable = []string{"pid", "tid", "process", "thread", "span"}
 
-// FoldedProfile answers q's window and filter (on pid, tid, process and thread) from the
+// FoldedProfile answers q's window and filter (on pid, tid, process, thread and span) from the
 // CPU profile's files: folded stacks (process, user frames, kernel frames) and the
 // samples that showed them, the most first. A sample whose stacks were lost counts as
 // process;[unknown]. damaged lists the files read in part or not at all.

@@ -74,7 +74,7 @@ func TestFoldedProfile(t *testing.T) {
 		t.Errorf("process =app, tid 11:\n got %v\nwant %v", stacks, want[:2])
 	}
 	q.Where = []Match{{Column: "state", Value: "on_cpu"}}
-	if _, _, err := FoldedProfile(dir, q); err == nil || !strings.Contains(err.Error(), "pid, tid, process, thread") {
+	if _, _, err := FoldedProfile(dir, q); err == nil || !strings.Contains(err.Error(), "pid, tid, process, thread, span") {
 		t.Errorf("--where state: error %v, want the columns the profile is filtered by", err)
 	}
 	q = Query{Window: Window{From: first.Add(-24 * time.Hour), To: first.Add(-23 * time.Hour)}}

@@ -6,7 +6,7 @@ CREATE OR REPLACE VIEW profile AS
 SELECT * FROM read_csv('data/threadcap_profile_*.csv*', header = true, columns = {
     'minute': 'TIMESTAMPTZ', 'pid': 'INTEGER', 'tid': 'INTEGER', 'process': 'VARCHAR',
     'thread': 'VARCHAR', 'kernel_stack': 'VARCHAR', 'user_stack': 'VARCHAR',
-    'samples': 'BIGINT', 'hz': 'INTEGER'});
+    'samples': 'BIGINT', 'hz': 'INTEGER', 'span': 'VARCHAR'});
 
 WITH stacks AS (
     SELECT DISTINCT hash, frames
