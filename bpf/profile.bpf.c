@@ -3,7 +3,8 @@
 /*
  * threadcap's CPU profile: a program run by a per-CPU perf event (software cpu-clock at
  * profile.hz), counting the running thread's kernel and user stacks per thread. An object
- * of its own, loaded only when the profile is on; it shares nothing with the tracker.
+ * of its own, loaded only when the profile is on; it reads the tracker's open spans
+ * (span_threads, shared at load time) when spans are configured, and writes nothing of it.
  *
  * The counts and stacks are double-buffered: the program writes to generation gen (0 or
  * 1), and user space, once a minute, flips gen, reads the other generation whole and then
