@@ -59,8 +59,8 @@ func sum(times [state.TimedStates]uint64) uint64 {
 }
 
 // A spinner stopped at both ends of a second of running: with no wait for a CPU in
-// progress at either end, its on-CPU and runnable times are the kernel's to the ns, however
-// loaded the machine (a wait in progress at a tick is runnable in the record before
+// progress at either end, its on-CPU and runnable times are the kernel's, however loaded
+// the machine (a wait in progress at a tick is runnable in the record before
 // run_delay counts it; under load it can last hundreds of ms).
 func TestTickModeSpinnerMatchesSchedstat(t *testing.T) {
 	tr := openTracker(t, Config{Syscalls: SyscallsTick})
@@ -103,8 +103,13 @@ func TestTickModeSpinnerMatchesSchedstat(t *testing.T) {
 	if want < float64(50*time.Millisecond) {
 		t.Errorf("the spinner ran only %.0f ns: nothing to compare", want)
 	}
-	if !within(runnable, runDelay, 0.02) {
-		t.Errorf("runnable %.0f ns, run_delay %.0f ns: more than 2%% apart", runnable, runDelay)
+	// Runnable is run_delay and the time the thread held a CPU that the kernel did not
+	// count as its own (interrupts, the hypervisor's steal), as in the other modes: none
+	// on the test machines, 3% of the running time under the kernel matrix's emulation.
+	running := float64(tick1-tick0) - float64(t1[state.Stopped]-t0[state.Stopped])
+	if runnable < runDelay*0.98 || runnable > runDelay*1.02+0.1*running {
+		t.Errorf("runnable %.0f ns, run_delay %.0f ns: not run_delay (and at most a tenth of the %.0f ns running)",
+			runnable, runDelay, running)
 	}
 	if th1.CPUAt(tick1) != t1[state.OnCPU] {
 		t.Errorf("on-CPU time %d ns is not the kernel's count %d ns", t1[state.OnCPU], th1.CPUAt(tick1))
