@@ -21,26 +21,30 @@ printf 'dir: %s/data\nspans:\n  - preset: postgresql\n' "$tmp" >"$tmp/threadcap.
 "$tc" run --config "$tmp/threadcap.yaml" --hz 10 --log-level warn &
 daemon=$!
 sleep 3
-psql() { "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -X -q -A -t -c "$1" postgres; }
-scene() { # $1: name; the scene's workload runs while this waits SECONDS_EACH
+scene() { # $1: name; $2: what runs beside pgbench, from a second after it starts
 	from=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
-	pgb -n -c 8 -j 2 -T "$secs" >/dev/null 2>&1
+	pgb -n -c 8 -j 2 -T "$secs" >/dev/null 2>&1 &
+	bench=$!
+	# pgbench reads the scale from pgbench_branches as it starts: a lock taken before
+	# would hold up pgbench itself, not its clients' transactions.
+	sleep 1
+	sh -c "$2" &
+	beside=$!
+	wait "$bench"
+	kill "$beside" 2>/dev/null || true
+	wait "$beside" 2>/dev/null || true
 	to=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
 	echo "== $1: threadcap report --from $from --to $to --where process=postgres --by span,state,syscall --top 8"
 	"$tc" report --config "$tmp/threadcap.yaml" --from "$from" --to "$to" --where process=postgres --by span,state,syscall --top 8
 	echo
 }
+psql="$bin/psql -h 127.0.0.1 -p $port -U postgres -X -q -A -t postgres -c"
 
-# A lock pile-up: the writers queue behind a session that holds the branches table.
-psql "BEGIN; LOCK TABLE pgbench_branches IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep($secs); COMMIT" >/dev/null &
-sleep 0.5
-scene "lock pile-up"
-wait $!
+# A lock pile-up: the clients' transactions queue behind a session holding the branches.
+scene "lock pile-up" "$psql 'BEGIN; LOCK TABLE pgbench_branches IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep($((secs - 3))); COMMIT' >/dev/null"
 
 # Checkpoints while pgbench writes: every dirty buffer is written and fsynced.
-(end=$(($(date +%s) + secs)); while [ "$(date +%s)" -lt "$end" ]; do psql CHECKPOINT >/dev/null; sleep 2; done) &
-scene "checkpoints"
-wait $!
+scene "checkpoints" "while :; do $psql CHECKPOINT >/dev/null; sleep 2; done"
 
 # CPU starvation: four spinners on the machine's CPUs beside the backends.
 spinners=
@@ -48,5 +52,5 @@ for i in 1 2 3 4; do
 	sh -c 'while :; do :; done' &
 	spinners="$spinners $!"
 done
-scene "CPU starvation"
+scene "CPU starvation" "sleep $secs"
 kill $spinners
