@@ -112,7 +112,7 @@ func TestBadConfigExitsTwoNamingEachKey(t *testing.T) {
 		path + ":1: hz: 500 is out of range",
 		path + ":3: output.compres: unknown key: use one of compress,",
 		path + ":4: output.max_age: \"forever\" is not a duration",
-		"--syscalls (syscalls): \"some\" is not a mode: use full or passive",
+		"--syscalls (syscalls): \"some\" is not a mode: use full, passive or tick",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
