@@ -771,17 +771,38 @@ int BPF_PROG(on_idle, unsigned int state, unsigned int cpu)
 }
 
 /*
- * A timer has run on this CPU: at least the scheduler's tick, every 1/HZ on a busy CPU,
- * which has just brought the running task's se.sum_exec_runtime up to date. What runs now
- * is known for certain, which events alone cannot promise (see unseen_switch_out): a
- * thread that came in unseen is set on CPU from when the kernel says it did, within a
- * tick instead of at its next switch seen, and the kernel's count of a running thread's
- * CPU time is brought up to date, so that time the hypervisor took (steal, which the
- * kernel does not count) or a switch missed is not credited as on CPU for longer than a
- * tick. Only on a change: a record is written once per tick, not per timer.
+ * The scheduler's tick, which brings the running task's se.sum_exec_runtime up to date:
+ * tick_nohz_handler from 6.9, tick_sched_timer before. Weak: when /proc/kallsyms hides
+ * both, every timer is taken for the tick, as before there was a way to tell.
+ */
+extern void tick_nohz_handler __ksym __weak;
+extern void tick_sched_timer __ksym __weak;
+
+static __always_inline bool is_sched_tick(struct hrtimer *timer)
+{
+	const void *tick = &tick_nohz_handler;
+
+	if (!tick)
+		tick = &tick_sched_timer;
+	return !tick || timer->function == tick;
+}
+
+/*
+ * A timer has run on this CPU. After the scheduler's tick, every 1/HZ on a busy CPU, what
+ * runs now is known for certain, which events alone cannot promise (see
+ * unseen_switch_out), and so is the CPU time it has used: the tick has just brought it up
+ * to date. A thread that came in unseen is set on CPU from when the kernel says it did,
+ * within a tick instead of at its next switch seen, and the kernel's count of a running
+ * thread's CPU time is brought up to date, so that time the hypervisor took (steal, which
+ * the kernel does not count) or a switch missed is not credited as on CPU for longer than
+ * a tick. Only on a change: a record is written once per tick, not per timer.
+ *
+ * Any other timer finds the count as of the kernel's last update, up to a tick ago:
+ * taken as of now, it would credit that time to the next tick's row instead of this one
+ * (a CPU then showed more than its interval's time). It only takes the stacks at the tick.
  */
 SEC("tp_btf/hrtimer_expire_exit")
-int BPF_PROG(on_timer, void *timer)
+int BPF_PROG(on_timer, struct hrtimer *timer)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 cpu = bpf_get_smp_processor_id(), c;
@@ -796,7 +817,8 @@ int BPF_PROG(on_timer, void *timer)
 	if (!r)
 		return 0;
 	exec = task->se.sum_exec_runtime;
-	changed = r->live.state != TC_ON_CPU || r->live.cpu != cpu || exec != r->exec_ns;
+	changed = is_sched_tick(timer) &&
+		  (r->live.state != TC_ON_CPU || r->live.cpu != cpu || exec != r->exec_ns);
 	stacks = false;
 	if (tick_stacks) {
 		now = bpf_ktime_get_ns();
