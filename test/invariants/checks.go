@@ -181,7 +181,9 @@ func checkCPUsAtTick(ix *index, m machine, v violations) {
 }
 
 // checkCPUTimeAtTick: the CPU time of all rows at a tick fits in the CPUs over the interval.
-func checkCPUTimeAtTick(ix *index, m machine, v violations) {
+// It returns how near the limit a run came: the busiest tick's share of CPUs × interval,
+// and how many ticks had more than that, within the slack.
+func checkCPUTimeAtTick(ix *index, m machine, v violations) (busiest float64, over int) {
 	for _, tick := range ix.rec.ticks {
 		interval, ok := ix.interval(tick)
 		if !ok {
@@ -191,6 +193,11 @@ func checkCPUTimeAtTick(ix *index, m machine, v violations) {
 		var sum int64
 		for _, r := range rows {
 			sum += r.times[state.OnCPU]
+		}
+		share := float64(sum) / float64(int64(m.cpus)*interval)
+		busiest = max(busiest, share)
+		if share > 1 {
+			over++
 		}
 		limit := int64(float64(int64(m.cpus)*interval) * (1 + cpuTimeSlack))
 		if sum <= limit {
@@ -205,6 +212,7 @@ func checkCPUTimeAtTick(ix *index, m machine, v violations) {
 		v.add(cpuTimeAtTick, float64(sum-limit), "tick %s: on_cpu_us sum %d > %d CPUs × %d µs + 1%% = %d, by %d µs; most: %s",
 			at(tick), sum, m.cpus, interval, limit, sum-limit, strings.Join(most, ", "))
 	}
+	return busiest, over
 }
 
 // checkSchedstat: every thread alive at both t1 and t2 was on CPU, by the rows of the ticks

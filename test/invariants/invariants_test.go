@@ -124,14 +124,14 @@ func TestWholeMachine(t *testing.T) {
 
 	v := violations{}
 	checkCPUsAtTick(ix, m, v)
-	checkCPUTimeAtTick(ix, m, v)
+	busiest, over := checkCPUTimeAtTick(ix, m, v)
 	compared := checkSchedstat(ix, m, *t1, *t2, v)
 	shareRows, shares := checkStateShares(ix, v)
 	checkTimesAddUp(ix, v)
 	t.Logf("%d rows at %d ticks (%d CPUs); %d threads compared with schedstat over (%s, %s], read at most %v and %v late; "+
-		"%d rows cover a whole interval: %s",
+		"the busiest tick's on_cpu_us %.4f of CPUs × interval, %d ticks above 1; %d rows cover a whole interval: %s",
 		len(rec.rows), len(rec.ticks), m.cpus, compared, at(t1.at.UnixMicro()), at(t2.at.UnixMicro()),
-		t1.latest.Round(time.Microsecond), t2.latest.Round(time.Microsecond), shareRows, shares)
+		t1.latest.Round(time.Microsecond), t2.latest.Round(time.Microsecond), busiest, over, shareRows, shares)
 	if len(v) > 0 {
 		t.Errorf("invariants broken over the recording in %s:\n%s", dir, v.summary())
 	}
