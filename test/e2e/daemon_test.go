@@ -21,64 +21,21 @@ const patience = 30 * time.Second
 // stopLimit is the hard requirement: SIGTERM to exit, file flushed and programs detached.
 const stopLimit = 2 * time.Second
 
-// daemon is one running `threadcap run`.
-type daemon struct {
-	cmd  *exec.Cmd
-	log  *daemontest.SyncBuffer
-	done chan struct{}
-	err  error // from Wait, once done is closed
-}
-
 // start runs `threadcap run --config "" --dir dir` with args after them (so that they
-// may name a config file).
-func start(t *testing.T, dir string, args ...string) *daemon {
+// may name a config file), as from a shell.
+func start(t *testing.T, dir string, args ...string) *daemontest.Daemon {
 	t.Helper()
-	return startEnv(t, nil, dir, args...)
-}
-
-// startEnv is start with these environment variables added.
-func startEnv(t *testing.T, env []string, dir string, args ...string) *daemon {
-	t.Helper()
-	d := &daemon{log: &daemontest.SyncBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(binary, append([]string{"run", "--config", "", "--dir", dir}, args...)...)
-	d.cmd.Env = append(os.Environ(), env...)
-	d.cmd.Stderr = d.log
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		d.err = d.cmd.Wait()
-		close(d.done)
-	}()
-	t.Cleanup(func() {
-		if !d.exited() {
-			d.cmd.Process.Kill()
-			<-d.done
-		}
-		if t.Failed() {
-			t.Logf("threadcap's log:\n%s", d.log.String())
-		}
-	})
-	return d
-}
-
-func (d *daemon) exited() bool {
-	select {
-	case <-d.done:
-		return true
-	default:
-		return false
-	}
+	return daemontest.StartFromShell(t, binary, append([]string{"--config", "", "--dir", dir}, args...)...)
 }
 
 // waitFor polls cond until it holds, failing the test if the daemon exits first or
 // patience runs out.
-func (d *daemon) waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t *testing.T, d *daemontest.Daemon, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(patience)
 	for !cond() {
-		if d.exited() {
-			t.Fatalf("threadcap exited (%v) before %s", d.err, what)
+		if d.Exited() {
+			t.Fatalf("threadcap exited (%v) before %s", d.Err(), what)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s after %v", what, patience)
@@ -87,34 +44,25 @@ func (d *daemon) waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func (d *daemon) signal(t *testing.T, sig syscall.Signal) {
+// stop sends SIGTERM and checks that threadcap exits 0 within stopLimit.
+func stop(t *testing.T, d *daemontest.Daemon) {
 	t.Helper()
-	if err := d.cmd.Process.Signal(sig); err != nil {
+	took, err := d.Shutdown(syscall.SIGTERM, patience)
+	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// stop sends SIGTERM and checks that threadcap exits 0 within stopLimit.
-func (d *daemon) stop(t *testing.T) {
-	t.Helper()
-	sent := time.Now()
-	d.signal(t, syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(patience):
-		t.Fatalf("threadcap still running %v after SIGTERM", patience)
-	}
-	took := time.Since(sent)
 	t.Logf("threadcap exited %v after SIGTERM", took)
 	if took > stopLimit {
 		t.Errorf("threadcap took %v to exit after SIGTERM, want at most %v", took, stopLimit)
 	}
-	if d.err != nil {
-		t.Errorf("threadcap exited with %v after SIGTERM, want 0", d.err)
+	if err := d.Err(); err != nil {
+		t.Errorf("threadcap exited with %v after SIGTERM, want 0", err)
 	}
 }
 
-// exitCode runs threadcap with args to its end, returning its exit code and output.
+// exitCode runs threadcap with args to its end and returns its exit code and output. It
+// is for runs that end by themselves (a refused start, a subcommand); daemontest's
+// launcher is for a daemon that runs until it is stopped.
 func exitCode(t *testing.T, cmd *exec.Cmd) (int, string) {
 	t.Helper()
 	var out bytes.Buffer

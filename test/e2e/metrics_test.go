@@ -47,13 +47,13 @@ func TestPrometheusScrapesActiveThreads(t *testing.T) {
 	// A counter moves at each tick, and a scrape sees it as of the last one: a tick late
 	// by a second at one end of the window and not the other is 2.5% of a 40 s window. On
 	// a loaded machine the daemon's ticks are late unless it comes first.
-	if err := unix.Setpriority(unix.PRIO_PROCESS, d.cmd.Process.Pid, -20); err != nil {
+	if err := unix.Setpriority(unix.PRIO_PROCESS, d.Cmd.Process.Pid, -20); err != nil {
 		t.Fatal(err)
 	}
 	prom := startPrometheus(t, target)
 
 	onCPU := fmt.Sprintf(`threadcap_thread_seconds_total{state="on_cpu",process=%q}`, spinnerName)
-	d.waitFor(t, "the spinner's series in Prometheus", func() bool { return len(prom.query(t, onCPU, time.Now())) == 1 })
+	waitFor(t, d, "the spinner's series in Prometheus", func() bool { return len(prom.query(t, onCPU, time.Now())) == 1 })
 	// A 40 s window of scrapes a second: a scrape sees the counter up to a tick (0.1 s,
 	// 0.25% of the window) late.
 	const window = 40 * time.Second
@@ -91,7 +91,7 @@ func TestPrometheusScrapesActiveThreads(t *testing.T) {
 		t.Errorf("%s = %v, want 1 within 5%%", all, got)
 	}
 	t.Logf("a scrape, excerpt:\n%s", scrapeExcerpt(t, target))
-	d.stop(t)
+	stop(t, d)
 }
 
 // TestMetricsListenMistakes: an address that does not parse, or a port another process

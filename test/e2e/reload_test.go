@@ -38,25 +38,25 @@ func TestSighupReloadsTheRate(t *testing.T) {
 		}
 		return false
 	}
-	d.waitFor(t, "three ticks", func() bool { return len(sampleTimes(t, rowsSoFar(t, dir))) >= 3 })
+	waitFor(t, d, "three ticks", func() bool { return len(sampleTimes(t, rowsSoFar(t, dir))) >= 3 })
 	if offHalfSecond() {
 		t.Fatal("a tick between half seconds at 2 Hz")
 	}
 
 	write("hz: 1000\n")
-	d.signal(t, syscall.SIGHUP)
-	d.waitFor(t, "log of the rejected config", func() bool { return strings.Contains(d.log.String(), "config not reloaded") })
-	if !strings.Contains(d.log.String(), "hz: 1000 is out of range") || offHalfSecond() {
-		t.Errorf("a bad config was not refused, naming hz:\n%s", d.log.String())
+	d.Signal(t, syscall.SIGHUP)
+	waitFor(t, d, "log of the rejected config", func() bool { return strings.Contains(d.Log.String(), "config not reloaded") })
+	if !strings.Contains(d.Log.String(), "hz: 1000 is out of range") || offHalfSecond() {
+		t.Errorf("a bad config was not refused, naming hz:\n%s", d.Log.String())
 	}
 
 	write("hz: 10\ncapacity: 1000\n")
-	d.signal(t, syscall.SIGHUP)
-	d.waitFor(t, "a tick at 10 Hz", offHalfSecond)
-	log := d.log.String()
+	d.Signal(t, syscall.SIGHUP)
+	waitFor(t, d, "a tick at 10 Hz", offHalfSecond)
+	log := d.Log.String()
 	if !strings.Contains(log, `changed="[hz]"`) || !strings.Contains(log, `needs_restart="[capacity]"`) {
 		t.Errorf("the reload does not say what changed and what needs a restart:\n%s", log)
 	}
-	d.stop(t)
+	stop(t, d)
 	validRows(t, dir)
 }

@@ -23,19 +23,14 @@ func TestRunRecordsAWorkloadAndStopsCleanly(t *testing.T) {
 	spinner := workload.Spinner(t)
 	tid := strconv.Itoa(spinner.Tid)
 	dir := t.TempDir()
-	notifySocket := filepath.Join(t.TempDir(), "notify")
-	systemd := daemontest.ListenNotify(t, notifySocket)
-	d := startEnv(t, []string{"NOTIFY_SOCKET=" + notifySocket}, dir, "--hz", "10")
 	// Ready means attached, the directory held and the threads seeded: rows follow.
-	if got := daemontest.Receive(t, systemd, patience); got != "READY=1" {
-		t.Fatalf("systemd got %q first, want READY=1", got)
-	}
+	d := daemontest.Start(t, binary, patience, "--config", "", "--dir", dir, "--hz", "10")
 
 	spinning := func(r row) bool {
 		return r["tid"] == tid && r["pid"] == strconv.Itoa(os.Getpid()) &&
 			(r["state"] == "on_cpu" || r["state"] == "runnable") && r["on_cpu_us"] != "" && r["on_cpu_us"] != "0"
 	}
-	d.waitFor(t, "row of the spinner on CPU", func() bool {
+	waitFor(t, d, "row of the spinner on CPU", func() bool {
 		for _, r := range rowsSoFar(t, dir) {
 			if spinning(r) {
 				return true
@@ -43,7 +38,7 @@ func TestRunRecordsAWorkloadAndStopsCleanly(t *testing.T) {
 		}
 		return false
 	})
-	objs := heldBy(t, d.cmd.Process.Pid)
+	objs := heldBy(t, d.Cmd.Process.Pid)
 	if len(objs.progs) == 0 || len(objs.links) == 0 {
 		t.Fatalf("threadcap holds %d programs and %d links: the fdinfo reading is broken", len(objs.progs), len(objs.links))
 	}
@@ -52,8 +47,8 @@ func TestRunRecordsAWorkloadAndStopsCleanly(t *testing.T) {
 	}
 	before := len(rowsSoFar(t, dir))
 
-	d.stop(t)
-	if got := daemontest.Receive(t, systemd, patience); got != "STOPPING=1" {
+	stop(t, d)
+	if got := d.Notified(t, patience); got != "STOPPING=1" {
 		t.Errorf("systemd got %q at SIGTERM, want STOPPING=1", got)
 	}
 	rows := validRows(t, dir)
@@ -62,7 +57,7 @@ func TestRunRecordsAWorkloadAndStopsCleanly(t *testing.T) {
 	}
 	var spun int
 	for _, r := range rows {
-		if r["pid"] == strconv.Itoa(d.cmd.Process.Pid) {
+		if r["pid"] == strconv.Itoa(d.Cmd.Process.Pid) {
 			t.Errorf("a row of threadcap itself: %v", r)
 		}
 		if spinning(r) {
@@ -73,8 +68,8 @@ func TestRunRecordsAWorkloadAndStopsCleanly(t *testing.T) {
 		t.Error("no row of the spinner on CPU in the files")
 	}
 	requireDetached(t, objs)
-	if !strings.Contains(d.log.String(), "msg=stopped") {
-		t.Errorf("no stopped line in the log:\n%s", d.log.String())
+	if !strings.Contains(d.Log.String(), "msg=stopped") {
+		t.Errorf("no stopped line in the log:\n%s", d.Log.String())
 	}
 }
 
@@ -82,17 +77,17 @@ func TestSecondInstanceOnTheSameDirIsRefused(t *testing.T) {
 	privileged.Require(t)
 	dir := t.TempDir()
 	first := start(t, dir)
-	first.waitFor(t, "hour file", func() bool { return len(hourFiles(t, dir)) > 0 })
+	waitFor(t, first, "hour file", func() bool { return len(hourFiles(t, dir)) > 0 })
 
 	code, out := exitCode(t, exec.Command(binary, "run", "--config", "", "--dir", dir))
-	want := fmt.Sprintf("%s is in use by another threadcap (pid %d)", dir, first.cmd.Process.Pid)
+	want := fmt.Sprintf("%s is in use by another threadcap (pid %d)", dir, first.Cmd.Process.Pid)
 	if code != 1 || !strings.Contains(out, want) {
 		t.Errorf("second instance: exit %d, output\n%s\nwant exit 1 and %q", code, out, want)
 	}
-	if first.exited() {
-		t.Errorf("the first instance exited: %v", first.err)
+	if first.Exited() {
+		t.Errorf("the first instance exited: %v", first.Err())
 	}
-	first.stop(t)
+	stop(t, first)
 }
 
 // Mistakes in the config stop threadcap before it loads anything, with exit code 2 and

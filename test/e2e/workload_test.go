@@ -52,7 +52,7 @@ func TestReportByContainerAndUnit(t *testing.T) {
 
 	dir := t.TempDir()
 	d := start(t, dir, "--hz", "10", "--pid", strconv.Itoa(pid))
-	d.waitFor(t, "rows of the spinner with its container", func() bool {
+	waitFor(t, d, "rows of the spinner with its container", func() bool {
 		for _, r := range rowsSoFar(t, dir) {
 			if r["container"] == "containerd:5e6f708192a3" {
 				return true
@@ -60,7 +60,7 @@ func TestReportByContainerAndUnit(t *testing.T) {
 		}
 		return false
 	})
-	d.stop(t)
+	stop(t, d)
 
 	code, out := exitCode(t, exec.Command(binary, "report", "--dir", dir, "--by", "container,unit,pod_uid", "--format", "csv"))
 	if code != 0 {
