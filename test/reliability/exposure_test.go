@@ -19,14 +19,14 @@ func TestNoListeningSocketAndPrivateFiles(t *testing.T) {
 	d := startDaemon(t, "--hz", "20", "--all", "--pid", strconv.Itoa(os.Getpid()), "--dir", dir)
 	waitRows(t, dir, 1024)
 
-	sockets := daemonSockets(t, d.cmd.Process.Pid)
+	sockets := daemonSockets(t, d.Cmd.Process.Pid)
 	listening := listeningSockets(t)
 	for inode := range sockets {
 		if proto, ok := listening[inode]; ok {
 			t.Errorf("threadcap holds a listening %s socket (inode %s)", proto, inode)
 		}
 	}
-	d.stop(t)
+	d.Stop(t)
 	t.Logf("threadcap held %d sockets, none listening", len(sockets))
 
 	fi, err := os.Stat(dir)

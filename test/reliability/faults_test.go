@@ -21,17 +21,17 @@ func TestDiskFullMidHour(t *testing.T) {
 	dir := filepath.Join(tmp, "data")
 	mount(t, "tmpfs", dir, "tmpfs", "size=256k")
 	d := startDaemon(t, "--config", noFloorConfig(t, tmp), "--hz", "20", "--all", "--pid", strconv.Itoa(os.Getpid()), "--dir", dir)
-	d.waitLog(t, "out of disk space: dropping rows until space is freed")
+	waitLog(t, d, "out of disk space: dropping rows until space is freed")
 	readHours(t, dir)
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_REMOUNT, "size=4m"); err != nil {
 		t.Fatal(err)
 	}
-	d.waitLog(t, "disk space is back: writing rows again")
+	waitLog(t, d, "disk space is back: writing rows again")
 	waitRows(t, dir, 256<<10)
-	d.stop(t)
+	d.Stop(t)
 	rows := readHours(t, dir)
-	if n := strings.Count(d.log.String(), "out of disk space"); n != 1 {
-		t.Errorf("running out of space was logged %d times, want once:\n%s", n, d.log)
+	if n := strings.Count(d.Log.String(), "out of disk space"); n != 1 {
+		t.Errorf("running out of space was logged %d times, want once:\n%s", n, d.Log)
 	}
 	t.Logf("%d rows, all valid, after filling 256 KiB and growing to 4 MiB", len(rows))
 }
@@ -57,13 +57,13 @@ func TestReadOnlyMidHour(t *testing.T) {
 	if err := os.WriteFile("/sys/fs/ext4/"+dev+"/trigger_fs_error", []byte("threadcap reliability test"), 0); err != nil {
 		t.Fatal(err)
 	}
-	d.waitLog(t, "output file system is read-only")
+	waitLog(t, d, "output file system is read-only")
 	if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
 		t.Fatal(err)
 	}
-	d.waitLog(t, "output file system is writable again")
+	waitLog(t, d, "output file system is writable again")
 	waitRows(t, dir, 1024)
-	d.stop(t)
+	d.Stop(t)
 	after := readHours(t, dir)
 
 	// Exit status 1 means errors were corrected, which a failed file system has.

@@ -44,7 +44,7 @@ func TestIOMinuteAtStopAndRestart(t *testing.T) {
 			}
 			r.Close()
 			deltas = append(deltas, blockdev.ReadStat(t, loop).Reads-before.Reads)
-			d.stop(t)
+			d.Stop(t)
 		}
 		if !time.Now().Truncate(time.Minute).Equal(minute) {
 			if attempt == 3 {

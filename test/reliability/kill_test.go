@@ -36,16 +36,16 @@ func TestKillDuringWriting(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.kill(t)
+		d.Kill()
 		if i > 0 && !bytes.HasPrefix(content, seen) {
 			t.Fatalf("after kill %d and a restart, rows seen before the kill are gone from %s", i, path)
 		}
 		seen = content[:bytes.LastIndexByte(content, '\n')+1]
 	}
 	d := startDaemon(t, args...)
-	d.waitLog(t, "appending to existing hour file")
+	waitLog(t, d, "appending to existing hour file")
 	waitRows(t, dir, int64(len(seen))+4096)
-	d.stop(t)
+	d.Stop(t)
 	content, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
