@@ -146,7 +146,13 @@ func (d *Daemon) Shutdown(sig syscall.Signal, patience time.Duration) (time.Dura
 // Stop sends SIGTERM, as systemctl stop does, and fails the test unless threadcap exits 0.
 func (d *Daemon) Stop(t testing.TB) {
 	t.Helper()
-	if _, err := d.Shutdown(syscall.SIGTERM, stopPatience); err != nil {
+	d.StopWith(t, syscall.SIGTERM)
+}
+
+// StopWith is Stop with sig: SIGINT is Ctrl-C in the shell that started it.
+func (d *Daemon) StopWith(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	if _, err := d.Shutdown(sig, stopPatience); err != nil {
 		t.Fatalf("%v\n%s", err, d.Log)
 	}
 	if err := d.Err(); err != nil {

@@ -93,19 +93,8 @@ func Record(t *testing.T) *Recording {
 		t.Fatal(err)
 	}
 	r.SpanCalls = 40
-	daemon := exec.Command(r.Bin, "run", "--config", config, "--hz", "10", "--all", "--dir", r.Dir, "--log-level", "warn",
+	daemon := daemontest.StartFromShell(t, r.Bin, "--config", config, "--hz", "10", "--all", "--dir", r.Dir, "--log-level", "warn",
 		"--pid", fmt.Sprintf("%d,%d,%d,%d", r.Spinner, r.Hog, r.Sleeper, r.VforkParent))
-	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			daemon.Process.Kill()
-			daemon.Wait()
-		}
-	})
 	waitForRows(t, r.Dir)
 	gate.Close() // every workload reads EOF and starts
 
@@ -116,13 +105,7 @@ func Record(t *testing.T) *Recording {
 		t.Fatalf("spanwork: %v\n%s", err, out)
 	}
 	time.Sleep(9*time.Second - time.Since(started))
-	if err := daemon.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if err := daemon.Wait(); err != nil {
-		t.Fatalf("threadcap run: %v", err)
-	}
-	stopped = true
+	daemon.StopWith(t, syscall.SIGINT)
 	obs := stopWatch()
 
 	// Two seconds in, six seconds long: away from the workloads' start and the daemon's end,
