@@ -4,24 +4,22 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/threadcap/threadcap/test/daemontest"
 )
 
 // daemon is a running `threadcap run`, the real binary as users run it.
 type daemon struct {
-	cmd      *exec.Cmd
+	run      *daemontest.Daemon
 	dir      string
 	interval time.Duration
-	stderr   bytes.Buffer
-	exited   chan error
 	startup  time.Duration
 	settings string // its config file, if any
 }
@@ -37,8 +35,8 @@ func startDaemon(bin string, c config, tmp string) (*daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making the daemon's data dir: %w", err)
 	}
-	d := &daemon{dir: dir, interval: time.Second / time.Duration(c.hz), exited: make(chan error, 1)}
-	args := []string{"run", "--dir", dir, "--hz", strconv.Itoa(c.hz), "--syscalls", c.mode}
+	d := &daemon{dir: dir, interval: time.Second / time.Duration(c.hz)}
+	args := []string{"--dir", dir, "--hz", strconv.Itoa(c.hz), "--syscalls", c.mode}
 	if c.settings != "" {
 		// Beside the CSV files, not among them: the daemon owns its directory.
 		settings := dir + ".yaml"
@@ -49,25 +47,20 @@ func startDaemon(bin string, c config, tmp string) (*daemon, error) {
 		d.settings = settings
 		args = append(args, "--config", settings)
 	}
-	d.cmd = exec.Command(bin, args...)
-	d.cmd.Stdout = &d.stderr
-	d.cmd.Stderr = &d.stderr
 	start := time.Now()
-	if err := d.cmd.Start(); err != nil {
+	if d.run, err = daemontest.Launch(bin, args...); err != nil {
 		d.removeFiles()
 		return nil, fmt.Errorf("starting %s (build it with: go build ./cmd/threadcap): %w", bin, err)
 	}
-	go func() { d.exited <- d.cmd.Wait() }()
 	for !d.hasRow() {
-		select {
-		case err := <-d.exited:
+		if d.run.Exited() {
 			d.removeFiles()
-			return nil, fmt.Errorf("threadcap exited before its first sample (%v):\n%s", err, d.stderr.String())
-		case <-time.After(2 * time.Millisecond):
+			return nil, fmt.Errorf("threadcap exited before its first sample (%v):\n%s", d.run.Err(), d.run.Log)
 		}
+		time.Sleep(2 * time.Millisecond)
 		if time.Since(start) > startupTimeout {
 			d.Close()
-			return nil, fmt.Errorf("threadcap wrote no row in %v:\n%s", startupTimeout, d.stderr.String())
+			return nil, fmt.Errorf("threadcap wrote no row in %v:\n%s", startupTimeout, d.run.Log)
 		}
 	}
 	d.startup = time.Since(start)
@@ -110,11 +103,11 @@ func (d *daemon) settle() {
 func (d *daemon) mark() (costMark, error) {
 	m := costMark{at: time.Now()}
 	var err error
-	if m.cpuNs, err = cpuNs(d.cmd.Process.Pid); err != nil {
+	if m.cpuNs, err = cpuNs(d.run.Cmd.Process.Pid); err != nil {
 		return m, err
 	}
 	_, m.csvBytes = d.csvSize()
-	m.hwmKB, err = hwmKB(d.cmd.Process.Pid)
+	m.hwmKB, err = hwmKB(d.run.Cmd.Process.Pid)
 	return m, err
 }
 
@@ -130,18 +123,13 @@ func (d *daemon) removeFiles() {
 // exit other than a clean one is an error: the benchmark must not hide a crash.
 func (d *daemon) Close() error {
 	defer d.removeFiles()
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-d.exited:
-		if err != nil {
-			return fmt.Errorf("threadcap exited with %v:\n%s", err, d.stderr.String())
-		}
-		return nil
-	case <-time.After(30 * time.Second):
-		d.cmd.Process.Kill()
-		<-d.exited
-		return errors.New("threadcap did not stop within 30s of SIGTERM; killed it")
+	if _, err := d.run.Shutdown(syscall.SIGTERM, 30*time.Second); err != nil {
+		return fmt.Errorf("%w:\n%s", err, d.run.Log)
 	}
+	if err := d.run.Err(); err != nil {
+		return fmt.Errorf("threadcap exited with %v:\n%s", err, d.run.Log)
+	}
+	return nil
 }
 
 // cpuNs is the CPU time all of pid's threads have used, in nanoseconds, from each

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Package daemontest holds what the tests that run the threadcap binary share: building
-// it, collecting its output, and playing systemd's end of NOTIFY_SOCKET.
+// Package daemontest holds what the tests that run the threadcap binary share, and the
+// benchmark with them: building it, starting and stopping it, collecting its output, and
+// playing systemd's end of NOTIFY_SOCKET.
 package daemontest
 
 import (

@@ -73,6 +73,13 @@ func startForTest(t testing.TB, bin string, env, args []string) *Daemon {
 	return d
 }
 
+// Launch starts `bin run args...` as from a shell and returns at once, as StartFromShell
+// does, but for a caller with no test to fail or clean up after (the benchmark): it stops
+// the daemon itself, with Shutdown or Kill.
+func Launch(bin string, args ...string) (*Daemon, error) {
+	return launch(bin, nil, args)
+}
+
 // launch starts `bin run args...` with env added to this process's environment.
 func launch(bin string, env, args []string) (*Daemon, error) {
 	d := &Daemon{Cmd: exec.Command(bin, append([]string{"run"}, args...)...), Log: &SyncBuffer{}, done: make(chan struct{})}
