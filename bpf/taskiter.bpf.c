@@ -20,6 +20,13 @@
  * the current state is stored less that stretch. A thread asleep with no switch since the
  * last write needs no write at all: the stretch grows with the ticks, as its time does.
  *
+ * A pass reads the tasks one after another, and the reading thread may wait for a CPU
+ * between two: the pass is spread over time. It begins by reading which task each CPU
+ * runs (begin_pass): those are the tasks on a CPU in this tick's records, one per CPU, of
+ * one instant. And the counts read after the tick hold CPU time from after it: a pass
+ * shows no more CPU time than the online CPUs had since the previous tick, and the rest
+ * at the next (update_record).
+ *
  * Exits: a task no longer in the kernel's task list is not visited; the final call of an
  * iteration (task NULL) marks every record not visited at this tick dead, as of the last
  * tick it was seen. A zombie still listed is marked dead at its visit, with its final counts.
@@ -54,11 +61,25 @@ struct thread_info___tc {
 struct sched_info___tc {
 	unsigned long long run_delay;
 };
+struct task_struct___tc;
+struct rq___tc {
+	struct task_struct___tc *curr;
+	int cpu;
+	int online;
+};
+/* A task's cfs_rq (CONFIG_FAIR_GROUP_SCHED, which every distribution's kernel has) is
+ * the one of its CPU, in its group: its rq is that CPU's runqueue. */
+struct cfs_rq___tc {
+	struct rq___tc *rq;
+};
+struct sched_entity___tc {
+	__u64 sum_exec_runtime;
+	struct cfs_rq___tc *cfs_rq;
+};
 struct task_struct___tc {
 	struct thread_info___tc thread_info;
 	unsigned int __state;
-	int on_cpu;
-	struct sched_entity se;
+	struct sched_entity___tc se;
 	struct sched_info___tc sched_info;
 	unsigned int flags;
 	int exit_state;
@@ -79,6 +100,7 @@ struct bpf_iter__task {
 #pragma clang attribute pop
 
 volatile const __u32 capacity = 1; /* = max_entries of records */
+volatile const __u32 nr_cpus = 1;  /* = max_entries of cpus and on_cpu_at_pass */
 
 /* The tick this iteration is for (CLOCK_MONOTONIC ns), set by user space before it runs. */
 __u64 tick_ns = 0;
@@ -86,6 +108,16 @@ __u64 tick_ns = 0;
 __u64 prev_tick_ns = 0;
 /* Slots handed out so far; user space copies it to threadcap.bpf.c's slots_used. */
 __u64 slots_used = 0;
+/*
+ * The pass for tick_ns: when it began (CLOCK_MONOTONIC ns), by reading every CPU's
+ * current task, and how long it took, to its last call. Threads' states and counters are
+ * read one after another over that span; which threads were on a CPU, at its beginning.
+ */
+static __u64 pass_tick_ns;
+static __u64 pass_began_ns;
+__u64 pass_ns = 0;
+/* The CPU time this pass may still show: the online CPUs' time since the previous tick. */
+static __u64 cpu_budget;
 
 /* Shared with threadcap.bpf.c: replaced at load by its maps (same definitions). */
 struct {
@@ -115,6 +147,34 @@ struct {
 	__type(value, __u64);
 	__uint(max_entries, TC_NR_COUNTERS);
 } counters SEC(".maps");
+
+/* Each CPU's runqueue (the address of its struct rq, learned from a task queued there),
+ * and the thread that was current on it when the last pass began (0: none). */
+struct tc_cpu {
+	__u64 rq;
+	__u32 curr;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct tc_cpu);
+	__uint(max_entries, 1);
+} cpus SEC(".maps");
+
+/* The threads on a CPU when this pass began, by tid: which CPU (start_time tells a tid
+ * reused meanwhile apart). */
+struct tc_on_cpu {
+	__u64 start_time;
+	__u32 cpu;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct tc_on_cpu);
+	__uint(max_entries, 1);
+} on_cpu_at_pass SEC(".maps");
 
 /* This object's own. The tick each slot's thread was last visited at, by slot. */
 struct {
@@ -178,13 +238,22 @@ static __always_inline bool off_cpu_state(__u8 st)
 	return st == TC_SLEEPING || st == TC_UNINTERRUPTIBLE || st == TC_STOPPED;
 }
 
-/* The state of a task at the visit: on a CPU, waiting for one, or its sleep's kind. */
-static __always_inline __u8 observed_state(struct task_struct___tc *task)
+/*
+ * The state of a task: on a CPU if it was current on one when the pass began (that CPU
+ * in *cpu), else as the visit finds it: waiting for a CPU, or its sleep's kind. A thread
+ * running at the visit that was not on a CPU when the pass began was waiting for one.
+ */
+static __always_inline __u8 observed_state(struct task_struct___tc *task, __u32 *cpu)
 {
 	unsigned int s = task->__state;
+	__u32 tid = task->pid;
+	struct tc_on_cpu *on = bpf_map_lookup_elem(&on_cpu_at_pass, &tid);
 
-	if (task->on_cpu)
+	if (on && on->start_time == task->start_time) {
+		*cpu = on->cpu;
 		return TC_ON_CPU;
+	}
+	*cpu = task->thread_info.cpu;
 	if (s == 0 || (s & TASK_WAKING))
 		return TC_RUNNABLE;
 	if (s & (__TASK_STOPPED | __TASK_TRACED))
@@ -246,7 +315,7 @@ static __always_inline void write_identity(struct record *r, struct task_struct_
  * in the interval); otherwise the thread has been in st since at least since_ns.
  */
 static __always_inline void write_view(struct record *r, struct task_struct___tc *task,
-				       struct tc_iter_task *it, __u8 st, bool moved, __u64 tick)
+				       struct tc_iter_task *it, __u8 st, __u32 cpu, bool moved, __u64 tick)
 {
 	struct tc_view *v = &r->live;
 	__u64 args[6] = {};
@@ -267,7 +336,7 @@ static __always_inline void write_view(struct record *r, struct task_struct___tc
 	v->cpu_at_ns = tick;
 	v->nvcsw = (__u32)task->nvcsw - it->base_nvcsw;
 	v->nivcsw = (__u32)task->nivcsw - it->base_nivcsw;
-	v->cpu = task->thread_info.cpu;
+	v->cpu = cpu;
 	nr = TC_NO_SYSCALL;
 	if (st != TC_ON_CPU && st != TC_DEAD)
 		nr = saved_syscall(task, args);
@@ -287,7 +356,7 @@ static __noinline void first_record(struct task_struct___tc *task, struct task_s
 {
 	struct record *r;
 	__u64 *seen;
-	__u32 idx, c;
+	__u32 idx, c, cpu;
 	int i;
 
 	if (bpf_map_pop_elem(&free_slots, &idx)) {
@@ -334,7 +403,7 @@ static __noinline void first_record(struct task_struct___tc *task, struct task_s
 	r->exec_ns = it->exec;
 	r->tick_ns = 0; /* the live view is the view at the tick */
 	r->stacks_at_tick = 0;
-	r->live.state = observed_state(task);
+	r->live.state = observed_state(task, &cpu);
 	r->live.prev_state = r->live.state;
 	r->live.since_ns = tick;
 	r->live.sc_nr = TC_NO_SYSCALL;
@@ -342,7 +411,7 @@ static __noinline void first_record(struct task_struct___tc *task, struct task_s
 	r->live.last_sc_ret = 0;
 	r->live.kstack = 0;
 	r->live.ustack = 0;
-	write_view(r, task, it, r->live.state, true, tick);
+	write_view(r, task, it, r->live.state, cpu, true, tick);
 	seq_release(&r->seq, c);
 	*seen = tick;
 }
@@ -389,16 +458,17 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 {
 	__u64 exec = task->se.sum_exec_runtime, run = task->sched_info.run_delay;
 	__u32 nv = (__u32)task->nvcsw - it->base_nvcsw, niv = (__u32)task->nivcsw - it->base_nivcsw;
-	__u8 old = r->live.state, st = dead ? TC_DEAD : observed_state(task), target;
+	__u32 c, cpu = task->thread_info.cpu;
+	__u8 old = r->live.state, st = dead ? TC_DEAD : observed_state(task, &cpu), target;
 	bool slept = nv != r->live.nvcsw, moved = slept || niv != r->live.nivcsw;
 	__u64 from = it->tick_ns, prev = prev_tick_ns, dcpu, drun;
 	__s64 rest;
-	__u32 c;
 
 	if (tick <= from)
 		return; /* visited twice in one iteration */
 	if (!dead && st == old && !moved && off_cpu_state(st) && exec == it->exec &&
-	    run == it->run_delay && task->self_exec_id == it->exec_id)
+	    run == it->run_delay && task->self_exec_id == it->exec_id && !it->carry_cpu &&
+	    !it->carry_run)
 		return;
 	/* Quiet since the last write up to the previous iteration: in old all along. */
 	if (prev > from && prev < tick) {
@@ -408,8 +478,13 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 	}
 	dcpu = exec - it->exec + it->carry_cpu;
 	drun = run - it->run_delay + it->carry_run;
-	it->carry_cpu = 0;
 	it->carry_run = 0;
+	/* The kernel's counts, read after the tick, hold CPU time from after it: beyond what
+	 * the CPUs had since the previous tick, it is shown at the next one. The threads read
+	 * last in the pass, whose counts hold the most of it, are the ones that carry it (a
+	 * thread that exited has no next row: what it carries is lost). */
+	it->carry_cpu = dcpu > cpu_budget ? dcpu - cpu_budget : 0;
+	dcpu -= it->carry_cpu;
 	rest = (__s64)(tick - from) - (__s64)dcpu - (__s64)drun;
 	if (rest < 0) {
 		/* What cannot be taken back from earlier rows is shown in the next ones, so
@@ -419,9 +494,11 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 		it->carry_run = drun < owed ? drun : owed;
 		drun -= it->carry_run;
 		owed -= it->carry_run;
-		it->carry_cpu = dcpu < owed ? dcpu : owed;
-		dcpu -= it->carry_cpu;
+		owed = dcpu < owed ? dcpu : owed;
+		it->carry_cpu += owed;
+		dcpu -= owed;
 	}
+	cpu_budget -= dcpu;
 	it->cum[TC_ON_CPU] += dcpu;
 	it->cum[TC_RUNNABLE] += drun;
 	if (rest >= 0) {
@@ -450,8 +527,25 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 	}
 	write_identity(r, task);
 	r->exec_ns = exec;
-	write_view(r, task, it, st, moved, tick);
+	write_view(r, task, it, st, cpu, moved, tick);
 	seq_release(&r->seq, c);
+}
+
+/* Learns the runqueue of the task's CPU, the first time a task is seen queued there. */
+static __always_inline void learn_rq(struct task_struct___tc *task)
+{
+	__u32 cpu = task->thread_info.cpu;
+	struct tc_cpu *c = bpf_map_lookup_elem(&cpus, &cpu);
+	struct rq___tc *rq;
+
+	if (!c || c->rq)
+		return;
+	rq = BPF_CORE_READ(task, se.cfs_rq, rq);
+	/* A task migrating meanwhile may be on another CPU's queue already: its cpu says. */
+	cpu = BPF_CORE_READ(rq, cpu);
+	c = bpf_map_lookup_elem(&cpus, &cpu);
+	if (rq && c)
+		c->rq = (__u64)rq;
 }
 
 /* One task of the iteration. */
@@ -465,6 +559,8 @@ static __always_inline void visit(struct task_struct___tc *task, __u64 tick)
 	__u64 *seen;
 	__u32 idx = 0;
 
+	if (!dead)
+		learn_rq(task);
 	/* A zombie not yet known is not worth a record: it will never run again. */
 	ts = bpf_task_storage_get(&task_slots, t, 0, dead ? 0 : BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts)
@@ -528,6 +624,67 @@ static long sweep_one(__u64 i, void *data)
 	return 0;
 }
 
+/* Forgets which thread was on the CPU i when the last pass began. */
+static long forget_cpu(__u64 i, void *data)
+{
+	__u32 cpu = i;
+	struct tc_cpu *c = bpf_map_lookup_elem(&cpus, &cpu);
+
+	if (!c)
+		return 1;
+	if (c->curr)
+		bpf_map_delete_elem(&on_cpu_at_pass, &c->curr);
+	c->curr = 0;
+	return 0;
+}
+
+/* Notes the thread current on the CPU i, and counts the CPU in *data if it is online. */
+static long read_cpu(__u64 i, void *data)
+{
+	__u32 cpu = i, tid;
+	struct tc_cpu *c = bpf_map_lookup_elem(&cpus, &cpu);
+	struct tc_on_cpu on = {.cpu = cpu};
+	struct task_struct___tc *curr;
+	struct rq___tc *rq;
+
+	if (!c)
+		return 1;
+	if (!c->rq)
+		return 0;
+	rq = (struct rq___tc *)c->rq;
+	if (BPF_CORE_READ(rq, online))
+		*(__u32 *)data += 1;
+	curr = BPF_CORE_READ(rq, curr);
+	tid = BPF_CORE_READ(curr, pid);
+	if (!tid)
+		return 0; /* the CPU's idle task */
+	on.start_time = BPF_CORE_READ(curr, start_time);
+	if (!bpf_map_update_elem(&on_cpu_at_pass, &tid, &on, BPF_ANY))
+		c->curr = tid;
+	return 0;
+}
+
+/*
+ * A pass begins by reading which thread is current on each CPU: those reads are
+ * microseconds apart, within one run of this program, where the visits that follow are
+ * spread over the pass (the reading thread may wait for a CPU between two). So on-CPU
+ * threads are those of one instant, one per CPU, however long the pass. The reading
+ * thread is on its own CPU then: that CPU shows threadcap.
+ */
+static __always_inline void begin_pass(__u64 tick)
+{
+	__u32 online = 0;
+
+	pass_began_ns = bpf_ktime_get_ns();
+	bpf_loop(nr_cpus, forget_cpu, NULL, 0);
+	bpf_loop(nr_cpus, read_cpu, &online, 0);
+	/* No runqueue known (none learned yet): no bound. */
+	cpu_budget = ~0ULL;
+	if (online && prev_tick_ns && tick > prev_tick_ns)
+		cpu_budget = online * (tick - prev_tick_ns);
+	pass_tick_ns = tick;
+}
+
 SEC("iter/task")
 int read_tasks(struct bpf_iter__task *ctx)
 {
@@ -536,12 +693,15 @@ int read_tasks(struct bpf_iter__task *ctx)
 
 	if (!tick)
 		return 0;
+	if (pass_tick_ns != tick)
+		begin_pass(tick);
 	if (!task) {
 		/* The iteration's end: every thread still there has been seen. */
 		n = slots_used;
 		if (n > capacity)
 			n = capacity;
 		bpf_loop(n, sweep_one, &tick, 0);
+		pass_ns = bpf_ktime_get_ns() - pass_began_ns;
 		prev_tick_ns = tick;
 		return 0;
 	}

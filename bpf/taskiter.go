@@ -31,6 +31,15 @@ func openTaskIter(shared *ebpf.Collection, capacity uint32) (ti *taskIter, err e
 	if err := spec.Variables[taskiterVarCapacity].Set(capacity); err != nil {
 		return nil, fmt.Errorf("setting capacity: %w", err)
 	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("counting the possible CPUs: %w", err)
+	}
+	spec.Maps[taskiterMapCpus].MaxEntries = uint32(cpus)
+	spec.Maps[taskiterMapOnCpuAtPass].MaxEntries = uint32(cpus)
+	if err := spec.Variables[taskiterVarNrCpus].Set(uint32(cpus)); err != nil {
+		return nil, fmt.Errorf("setting the CPUs: %w", err)
+	}
 	replace := map[string]*ebpf.Map{}
 	for _, name := range []string{taskiterMapRecords, taskiterMapFreeSlots, taskiterMapTaskSlots, taskiterMapCounters} {
 		replace[name] = shared.Maps[name]

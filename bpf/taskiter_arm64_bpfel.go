@@ -89,6 +89,13 @@ const (
 	taskiterTcCounterTC_NR_COUNTERS       taskiterTcCounter = 9
 )
 
+type taskiterTcCpu struct {
+	_    structs.HostLayout
+	Rq   uint64
+	Curr uint32
+	_    [4]byte
+}
+
 type taskiterTcIterTask struct {
 	_          structs.HostLayout
 	TickNs     uint64
@@ -105,21 +112,32 @@ type taskiterTcIterTask struct {
 	_          [7]byte
 }
 
+type taskiterTcOnCpu struct {
+	_         structs.HostLayout
+	StartTime uint64
+	Cpu       uint32
+	_         [4]byte
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	taskiterMapCounters   = "counters"
-	taskiterMapFreeSlots  = "free_slots"
-	taskiterMapIterTasks  = "iter_tasks"
-	taskiterMapRecords    = "records"
-	taskiterMapSeenAt     = "seen_at"
-	taskiterMapTaskSlots  = "task_slots"
-	taskiterProgReadTasks = "read_tasks"
-	taskiterVarCapacity   = "capacity"
-	taskiterVarPrevTickNs = "prev_tick_ns"
-	taskiterVarSlotsUsed  = "slots_used"
-	taskiterVarTickNs     = "tick_ns"
+	taskiterMapCounters    = "counters"
+	taskiterMapCpus        = "cpus"
+	taskiterMapFreeSlots   = "free_slots"
+	taskiterMapIterTasks   = "iter_tasks"
+	taskiterMapOnCpuAtPass = "on_cpu_at_pass"
+	taskiterMapRecords     = "records"
+	taskiterMapSeenAt      = "seen_at"
+	taskiterMapTaskSlots   = "task_slots"
+	taskiterProgReadTasks  = "read_tasks"
+	taskiterVarCapacity    = "capacity"
+	taskiterVarNrCpus      = "nr_cpus"
+	taskiterVarPassNs      = "pass_ns"
+	taskiterVarPrevTickNs  = "prev_tick_ns"
+	taskiterVarSlotsUsed   = "slots_used"
+	taskiterVarTickNs      = "tick_ns"
 )
 
 // loadTaskiter returns the embedded CollectionSpec for taskiter.
@@ -171,12 +189,14 @@ type taskiterProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type taskiterMapSpecs struct {
-	Counters  *ebpf.MapSpec `ebpf:"counters"`
-	FreeSlots *ebpf.MapSpec `ebpf:"free_slots"`
-	IterTasks *ebpf.MapSpec `ebpf:"iter_tasks"`
-	Records   *ebpf.MapSpec `ebpf:"records"`
-	SeenAt    *ebpf.MapSpec `ebpf:"seen_at"`
-	TaskSlots *ebpf.MapSpec `ebpf:"task_slots"`
+	Counters    *ebpf.MapSpec `ebpf:"counters"`
+	Cpus        *ebpf.MapSpec `ebpf:"cpus"`
+	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
+	IterTasks   *ebpf.MapSpec `ebpf:"iter_tasks"`
+	OnCpuAtPass *ebpf.MapSpec `ebpf:"on_cpu_at_pass"`
+	Records     *ebpf.MapSpec `ebpf:"records"`
+	SeenAt      *ebpf.MapSpec `ebpf:"seen_at"`
+	TaskSlots   *ebpf.MapSpec `ebpf:"task_slots"`
 }
 
 // taskiterVariableSpecs contains global variables before they are loaded into the kernel.
@@ -184,6 +204,8 @@ type taskiterMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type taskiterVariableSpecs struct {
 	Capacity   *ebpf.VariableSpec `ebpf:"capacity"`
+	NrCpus     *ebpf.VariableSpec `ebpf:"nr_cpus"`
+	PassNs     *ebpf.VariableSpec `ebpf:"pass_ns"`
 	PrevTickNs *ebpf.VariableSpec `ebpf:"prev_tick_ns"`
 	SlotsUsed  *ebpf.VariableSpec `ebpf:"slots_used"`
 	TickNs     *ebpf.VariableSpec `ebpf:"tick_ns"`
@@ -209,19 +231,23 @@ func (o *taskiterObjects) Close() error {
 //
 // It can be passed to loadTaskiterObjects or ebpf.CollectionSpec.LoadAndAssign.
 type taskiterMaps struct {
-	Counters  *ebpf.Map `ebpf:"counters"`
-	FreeSlots *ebpf.Map `ebpf:"free_slots"`
-	IterTasks *ebpf.Map `ebpf:"iter_tasks"`
-	Records   *ebpf.Map `ebpf:"records"`
-	SeenAt    *ebpf.Map `ebpf:"seen_at"`
-	TaskSlots *ebpf.Map `ebpf:"task_slots"`
+	Counters    *ebpf.Map `ebpf:"counters"`
+	Cpus        *ebpf.Map `ebpf:"cpus"`
+	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
+	IterTasks   *ebpf.Map `ebpf:"iter_tasks"`
+	OnCpuAtPass *ebpf.Map `ebpf:"on_cpu_at_pass"`
+	Records     *ebpf.Map `ebpf:"records"`
+	SeenAt      *ebpf.Map `ebpf:"seen_at"`
+	TaskSlots   *ebpf.Map `ebpf:"task_slots"`
 }
 
 func (m *taskiterMaps) Close() error {
 	return _TaskiterClose(
 		m.Counters,
+		m.Cpus,
 		m.FreeSlots,
 		m.IterTasks,
+		m.OnCpuAtPass,
 		m.Records,
 		m.SeenAt,
 		m.TaskSlots,
@@ -233,6 +259,8 @@ func (m *taskiterMaps) Close() error {
 // It can be passed to loadTaskiterObjects or ebpf.CollectionSpec.LoadAndAssign.
 type taskiterVariables struct {
 	Capacity   *ebpf.Variable `ebpf:"capacity"`
+	NrCpus     *ebpf.Variable `ebpf:"nr_cpus"`
+	PassNs     *ebpf.Variable `ebpf:"pass_ns"`
 	PrevTickNs *ebpf.Variable `ebpf:"prev_tick_ns"`
 	SlotsUsed  *ebpf.Variable `ebpf:"slots_used"`
 	TickNs     *ebpf.Variable `ebpf:"tick_ns"`
