@@ -771,43 +771,49 @@ int BPF_PROG(on_idle, unsigned int state, unsigned int cpu)
 }
 
 /*
- * The scheduler's tick, which brings the running task's se.sum_exec_runtime up to date:
- * tick_nohz_handler from 6.9, tick_sched_timer before. Weak: when /proc/kallsyms hides
- * both, every timer is taken for the tick, as before there was a way to tell.
+ * The running task's se.sum_exec_runtime when this CPU's timer began to run (timers run one
+ * after another, interrupts off): see on_timer.
  */
-extern void tick_nohz_handler __ksym __weak;
-extern void tick_sched_timer __ksym __weak;
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1);
+} timer_exec SEC(".maps");
 
-static __always_inline bool is_sched_tick(struct hrtimer *timer)
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(on_timer_entry, void *timer)
 {
-	const void *tick = &tick_nohz_handler;
+	__u32 zero = 0;
+	__u64 *exec = bpf_map_lookup_elem(&timer_exec, &zero);
 
-	if (!tick)
-		tick = &tick_sched_timer;
-	return !tick || timer->function == tick;
+	if (exec)
+		*exec = bpf_get_current_task_btf()->se.sum_exec_runtime;
+	return 0;
 }
 
 /*
- * A timer has run on this CPU. After the scheduler's tick, every 1/HZ on a busy CPU, what
- * runs now is known for certain, which events alone cannot promise (see
- * unseen_switch_out), and so is the CPU time it has used: the tick has just brought it up
- * to date. A thread that came in unseen is set on CPU from when the kernel says it did,
- * within a tick instead of at its next switch seen, and the kernel's count of a running
- * thread's CPU time is brought up to date, so that time the hypervisor took (steal, which
- * the kernel does not count) or a switch missed is not credited as on CPU for longer than
- * a tick. Only on a change: a record is written once per tick, not per timer.
+ * A timer has run on this CPU. After one that brought the running task's
+ * se.sum_exec_runtime up to date (the scheduler's tick, every 1/HZ on a busy CPU, does;
+ * so does one that woke a task here), what runs now is known for certain, which events
+ * alone cannot promise (see unseen_switch_out), and so is the CPU time it has used. A
+ * thread that came in unseen is set on CPU from when the kernel says it did, within a tick
+ * instead of at its next switch seen, and the kernel's count of a running thread's CPU time
+ * is brought up to date, so that time the hypervisor took (steal, which the kernel does not
+ * count) or a switch missed is not credited as on CPU for longer than a tick. Only on a
+ * change: a record is written once per tick, not per timer.
  *
- * Any other timer finds the count as of the kernel's last update, up to a tick ago:
- * taken as of now, it would credit that time to the next tick's row instead of this one
- * (a CPU then showed more than its interval's time). It only takes the stacks at the tick.
+ * Any other timer finds the count as of the kernel's last update, up to a tick ago: taken
+ * as of now, it would credit that time to the next tick's row instead of this one (a CPU
+ * then showed more than its interval's time). It only takes the stacks at the tick.
  */
 SEC("tp_btf/hrtimer_expire_exit")
-int BPF_PROG(on_timer, struct hrtimer *timer)
+int BPF_PROG(on_timer, void *timer)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 cpu = bpf_get_smp_processor_id(), c;
+	__u32 cpu = bpf_get_smp_processor_id(), c, zero = 0;
 	__u16 kstack = 0, ustack = 0;
-	__u64 now = 0, exec;
+	__u64 now = 0, exec, *before;
 	struct record *r;
 	bool changed, stacks;
 
@@ -817,7 +823,8 @@ int BPF_PROG(on_timer, struct hrtimer *timer)
 	if (!r)
 		return 0;
 	exec = task->se.sum_exec_runtime;
-	changed = is_sched_tick(timer) &&
+	before = bpf_map_lookup_elem(&timer_exec, &zero);
+	changed = before && exec != *before &&
 		  (r->live.state != TC_ON_CPU || r->live.cpu != cpu || exec != r->exec_ns);
 	stacks = false;
 	if (tick_stacks) {

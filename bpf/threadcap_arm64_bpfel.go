@@ -166,6 +166,7 @@ const (
 	threadcapMapSpanThreads     = "span_threads"
 	threadcapMapStacks          = "stacks"
 	threadcapMapTaskSlots       = "task_slots"
+	threadcapMapTimerExec       = "timer_exec"
 	threadcapProgOnExec         = "on_exec"
 	threadcapProgOnIdle         = "on_idle"
 	threadcapProgOnRename       = "on_rename"
@@ -174,6 +175,7 @@ const (
 	threadcapProgOnSysEnter     = "on_sys_enter"
 	threadcapProgOnSysExit      = "on_sys_exit"
 	threadcapProgOnTimer        = "on_timer"
+	threadcapProgOnTimerEntry   = "on_timer_entry"
 	threadcapProgOnWakeup       = "on_wakeup"
 	threadcapProgOnWakeupNew    = "on_wakeup_new"
 	threadcapVarCapacity        = "capacity"
@@ -228,16 +230,17 @@ type threadcapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type threadcapProgramSpecs struct {
-	OnExec      *ebpf.ProgramSpec `ebpf:"on_exec"`
-	OnIdle      *ebpf.ProgramSpec `ebpf:"on_idle"`
-	OnRename    *ebpf.ProgramSpec `ebpf:"on_rename"`
-	OnSpanProbe *ebpf.ProgramSpec `ebpf:"on_span_probe"`
-	OnSwitch    *ebpf.ProgramSpec `ebpf:"on_switch"`
-	OnSysEnter  *ebpf.ProgramSpec `ebpf:"on_sys_enter"`
-	OnSysExit   *ebpf.ProgramSpec `ebpf:"on_sys_exit"`
-	OnTimer     *ebpf.ProgramSpec `ebpf:"on_timer"`
-	OnWakeup    *ebpf.ProgramSpec `ebpf:"on_wakeup"`
-	OnWakeupNew *ebpf.ProgramSpec `ebpf:"on_wakeup_new"`
+	OnExec       *ebpf.ProgramSpec `ebpf:"on_exec"`
+	OnIdle       *ebpf.ProgramSpec `ebpf:"on_idle"`
+	OnRename     *ebpf.ProgramSpec `ebpf:"on_rename"`
+	OnSpanProbe  *ebpf.ProgramSpec `ebpf:"on_span_probe"`
+	OnSwitch     *ebpf.ProgramSpec `ebpf:"on_switch"`
+	OnSysEnter   *ebpf.ProgramSpec `ebpf:"on_sys_enter"`
+	OnSysExit    *ebpf.ProgramSpec `ebpf:"on_sys_exit"`
+	OnTimer      *ebpf.ProgramSpec `ebpf:"on_timer"`
+	OnTimerEntry *ebpf.ProgramSpec `ebpf:"on_timer_entry"`
+	OnWakeup     *ebpf.ProgramSpec `ebpf:"on_wakeup"`
+	OnWakeupNew  *ebpf.ProgramSpec `ebpf:"on_wakeup_new"`
 }
 
 // threadcapMapSpecs contains maps before they are loaded into the kernel.
@@ -254,6 +257,7 @@ type threadcapMapSpecs struct {
 	SpanThreads *ebpf.MapSpec `ebpf:"span_threads"`
 	Stacks      *ebpf.MapSpec `ebpf:"stacks"`
 	TaskSlots   *ebpf.MapSpec `ebpf:"task_slots"`
+	TimerExec   *ebpf.MapSpec `ebpf:"timer_exec"`
 }
 
 // threadcapVariableSpecs contains global variables before they are loaded into the kernel.
@@ -300,6 +304,7 @@ type threadcapMaps struct {
 	SpanThreads *ebpf.Map `ebpf:"span_threads"`
 	Stacks      *ebpf.Map `ebpf:"stacks"`
 	TaskSlots   *ebpf.Map `ebpf:"task_slots"`
+	TimerExec   *ebpf.Map `ebpf:"timer_exec"`
 }
 
 func (m *threadcapMaps) Close() error {
@@ -314,6 +319,7 @@ func (m *threadcapMaps) Close() error {
 		m.SpanThreads,
 		m.Stacks,
 		m.TaskSlots,
+		m.TimerExec,
 	)
 }
 
@@ -335,16 +341,17 @@ type threadcapVariables struct {
 //
 // It can be passed to loadThreadcapObjects or ebpf.CollectionSpec.LoadAndAssign.
 type threadcapPrograms struct {
-	OnExec      *ebpf.Program `ebpf:"on_exec"`
-	OnIdle      *ebpf.Program `ebpf:"on_idle"`
-	OnRename    *ebpf.Program `ebpf:"on_rename"`
-	OnSpanProbe *ebpf.Program `ebpf:"on_span_probe"`
-	OnSwitch    *ebpf.Program `ebpf:"on_switch"`
-	OnSysEnter  *ebpf.Program `ebpf:"on_sys_enter"`
-	OnSysExit   *ebpf.Program `ebpf:"on_sys_exit"`
-	OnTimer     *ebpf.Program `ebpf:"on_timer"`
-	OnWakeup    *ebpf.Program `ebpf:"on_wakeup"`
-	OnWakeupNew *ebpf.Program `ebpf:"on_wakeup_new"`
+	OnExec       *ebpf.Program `ebpf:"on_exec"`
+	OnIdle       *ebpf.Program `ebpf:"on_idle"`
+	OnRename     *ebpf.Program `ebpf:"on_rename"`
+	OnSpanProbe  *ebpf.Program `ebpf:"on_span_probe"`
+	OnSwitch     *ebpf.Program `ebpf:"on_switch"`
+	OnSysEnter   *ebpf.Program `ebpf:"on_sys_enter"`
+	OnSysExit    *ebpf.Program `ebpf:"on_sys_exit"`
+	OnTimer      *ebpf.Program `ebpf:"on_timer"`
+	OnTimerEntry *ebpf.Program `ebpf:"on_timer_entry"`
+	OnWakeup     *ebpf.Program `ebpf:"on_wakeup"`
+	OnWakeupNew  *ebpf.Program `ebpf:"on_wakeup_new"`
 }
 
 func (p *threadcapPrograms) Close() error {
@@ -357,6 +364,7 @@ func (p *threadcapPrograms) Close() error {
 		p.OnSysEnter,
 		p.OnSysExit,
 		p.OnTimer,
+		p.OnTimerEntry,
 		p.OnWakeup,
 		p.OnWakeupNew,
 	)

@@ -102,10 +102,6 @@ struct pt_regs {
 
 struct linux_binprm;
 
-struct hrtimer {
-	void *function;
-};
-
 struct gendisk {
 	int major;
 	int first_minor;

@@ -24,6 +24,9 @@ int BPF_PROG(floor_wakeup_new) { return 0; }
 SEC("tp_btf/cpu_idle")
 int BPF_PROG(floor_idle) { return 0; }
 
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(floor_timer_entry) { return 0; }
+
 SEC("tp_btf/hrtimer_expire_exit")
 int BPF_PROG(floor_timer) { return 0; }
 

@@ -28,6 +28,7 @@ const (
 	floorProgFloorSysEnter   = "floor_sys_enter"
 	floorProgFloorSysExit    = "floor_sys_exit"
 	floorProgFloorTimer      = "floor_timer"
+	floorProgFloorTimerEntry = "floor_timer_entry"
 	floorProgFloorWakeup     = "floor_wakeup"
 	floorProgFloorWakeupNew  = "floor_wakeup_new"
 )
@@ -86,6 +87,7 @@ type floorProgramSpecs struct {
 	FloorSysEnter   *ebpf.ProgramSpec `ebpf:"floor_sys_enter"`
 	FloorSysExit    *ebpf.ProgramSpec `ebpf:"floor_sys_exit"`
 	FloorTimer      *ebpf.ProgramSpec `ebpf:"floor_timer"`
+	FloorTimerEntry *ebpf.ProgramSpec `ebpf:"floor_timer_entry"`
 	FloorWakeup     *ebpf.ProgramSpec `ebpf:"floor_wakeup"`
 	FloorWakeupNew  *ebpf.ProgramSpec `ebpf:"floor_wakeup_new"`
 }
@@ -150,6 +152,7 @@ type floorPrograms struct {
 	FloorSysEnter   *ebpf.Program `ebpf:"floor_sys_enter"`
 	FloorSysExit    *ebpf.Program `ebpf:"floor_sys_exit"`
 	FloorTimer      *ebpf.Program `ebpf:"floor_timer"`
+	FloorTimerEntry *ebpf.Program `ebpf:"floor_timer_entry"`
 	FloorWakeup     *ebpf.Program `ebpf:"floor_wakeup"`
 	FloorWakeupNew  *ebpf.Program `ebpf:"floor_wakeup_new"`
 }
@@ -168,6 +171,7 @@ func (p *floorPrograms) Close() error {
 		p.FloorSysEnter,
 		p.FloorSysExit,
 		p.FloorTimer,
+		p.FloorTimerEntry,
 		p.FloorWakeup,
 		p.FloorWakeupNew,
 	)
