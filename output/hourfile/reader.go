@@ -116,6 +116,17 @@ func (r *Reader) Next() ([][]byte, bool) {
 	return nil, false
 }
 
+// Follow makes a plain CSV file read to its end, which its writer may still be adding to
+// (the current hour's), readable on from there: Next returns the rows written since, the
+// one being written when the end was reached included. It does nothing for a compressed
+// or Parquet file, or one whose rest could not be read.
+func (r *Reader) Follow() {
+	if r.done && r.plain && r.csv != nil && r.tail == nil {
+		r.done = false
+		r.csv.Resume()
+	}
+}
+
 // Reject says that the row Next returned last is damaged (a value does not read): it is
 // counted in Lost, and when it spans lines the lines after its first are read again.
 func (r *Reader) Reject() {

@@ -426,3 +426,64 @@ func readRows(t testing.TB, path string) []string {
 		rows = append(rows, string(bytes.Join(fields, []byte{0})))
 	}
 }
+
+// TestReaderFollowsAGrowingFile: a plain hour file read to its end while the writer adds
+// to it, followed after each addition, gives every row once, as the whole file reads: a
+// row cut anywhere (in a field, in a quoted field, at its newline) is read whole once the
+// rest is there. A cut just after a newline inside a quoted field is left out: the writer
+// writes whole rows in one write, and a reader that finds a quote open over whole lines
+// at the end takes it for damage.
+func TestReaderFollowsAGrowingFile(t *testing.T) {
+	csv := sampleCSV(t)
+	path := filepath.Join(t.TempDir(), "threadcap_samples_2026-11-21T14Z.csv")
+	want, _, _ := readFile(t, writeFile(t, path, csv))
+	header := bytes.IndexByte(csv, '\n') + 1
+	for _, step := range []int{1, 7, 64, 1000} {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(csv[:header]); err != nil {
+			t.Fatal(err)
+		}
+		r, err := hourfile.OpenReader(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := []string{string(bytes.Join(r.Header(), []byte("|")))}
+		for at := header; at < len(csv); {
+			next := min(at+step, len(csv))
+			for next < len(csv) && csv[next-1] == '\n' && insideQuotes(csv[:next]) {
+				next++
+			}
+			if _, err := f.Write(csv[at:next]); err != nil {
+				t.Fatal(err)
+			}
+			at = next
+			r.Follow()
+			for {
+				fields, ok := r.Next()
+				if !ok {
+					break
+				}
+				got = append(got, string(bytes.Join(fields, []byte("|"))))
+			}
+		}
+		if !reflect.DeepEqual(got, want) || r.Lost() != 0 || r.Tail() != nil {
+			t.Errorf("written %d bytes at a time: %d lost, tail %v, rows\n%q\nwant\n%q", step, r.Lost(), r.Tail(), got, want)
+		}
+		r.Close()
+		f.Close()
+	}
+}
+
+// insideQuotes says whether b ends inside a quoted field.
+func insideQuotes(b []byte) bool { return bytes.Count(b, []byte{'"'})%2 == 1 }
+
+func writeFile(t *testing.T, path string, b []byte) string {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

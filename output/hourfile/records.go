@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 )
 
 // Errors for records that break RFC 4180. They are per record: the reader can go on with the
@@ -162,6 +163,21 @@ func (rr *RecordReader) readSource() ([]byte, error) {
 		rr.err = err
 	}
 	return chunk, err
+}
+
+// Resume makes a reader that reached the end of a file still being written read on from
+// there once the file has grown: the unfinished last record (Partial) is read again, whole
+// if the writer has finished it by then. After any other error it does nothing.
+func (rr *RecordReader) Resume() {
+	if !errors.Is(rr.err, io.EOF) {
+		return
+	}
+	rr.err = nil
+	if rr.partial > 0 {
+		rr.pending = append(slices.Clone(rr.rec[:rr.partial]), rr.pending...)
+		rr.next = rr.line
+		rr.partial = 0
+	}
 }
 
 // Line is the line the last record read starts on, for error messages.
