@@ -274,3 +274,83 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkLiveRefresh is what top's live mode does each second over a daemon recording
+// 1,000 active threads at 10 Hz: three minutes of rows are in the current hour's file,
+// and each refresh asks for the last minute by process and state and the chart over the
+// last three, after one more second of rows was written. "run" asks Run twice, as top did;
+// "follow" asks a Follower, which reads only the new second. cpu-share is a refresh's CPU
+// time over the second it refreshes: the share of a CPU live mode takes.
+func BenchmarkLiveRefresh(b *testing.B) {
+	const hz, threads = 10, 1000
+	first := start.Add(10 * time.Minute)
+	for _, how := range []string{"run", "follow"} {
+		b.Run(how, func(b *testing.B) {
+			dir := b.TempDir()
+			var clock atomic.Int64
+			log := logrus.New()
+			log.SetOutput(io.Discard)
+			w, err := output.New(output.Config{Dir: dir, Log: logrus.NewEntry(log), Clock: func() time.Time { return time.Unix(0, clock.Load()) }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.Close()
+			rows := busyTick(first, threads)
+			tick := 0
+			second := func() time.Time { // writes the next second of rows
+				for range hz {
+					at := first.Add(time.Duration(tick) * time.Second / hz)
+					clock.Store(at.UnixNano())
+					for j := range rows {
+						rows[j].Time = at
+					}
+					if err := w.Write(at, rows); err != nil {
+						b.Fatal(err)
+					}
+					tick++
+				}
+				return first.Add(time.Duration(tick) * time.Second / hz)
+			}
+			var now time.Time
+			for range 180 {
+				now = second()
+			}
+			by := []string{"process", "state"}
+			f, err := NewFollower(dir, by, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			refresh := func() {
+				window := Window{From: now.Add(-time.Minute), To: now}
+				context := Window{From: now.Add(-3 * time.Minute), To: now}
+				var r *Result
+				if how == "run" {
+					if r, err = Run(dir, Query{Window: window, By: by}); err == nil {
+						_, err = Run(dir, Query{Window: context, Step: 2 * time.Second, By: by})
+					}
+				} else {
+					r, _, err = f.Answer(window, context, 2*time.Second)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r.Rows == 0 {
+					b.Fatal("no rows")
+				}
+			}
+			refresh() // the follower's first answer reads the three minutes
+			var cpu time.Duration
+			b.ResetTimer()
+			for b.Loop() {
+				b.StopTimer()
+				now = second()
+				b.StartTimer()
+				c := cpuTime(b)
+				refresh()
+				cpu += cpuTime(b) - c
+			}
+			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-share")
+		})
+	}
+}

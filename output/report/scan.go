@@ -72,6 +72,8 @@ type Bucket struct {
 	// Hist counts the active sessions' values of the query's BucketHist column, in the log2
 	// buckets of the spans and io files' histograms.
 	Hist [HistBuckets]int64
+	// exited and inactive count the rows of Result's Exited and Inactive, for a Follower.
+	exited, inactive int64
 }
 
 // timelineStates are the kinds of active session a timeline splits rows by
@@ -229,6 +231,9 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 		active = 1
 	case bytes.Equal(st, deadState):
 		s.res.Exited++
+		if b != nil {
+			b.exited++
+		}
 	default:
 		inactive = 1
 	}
@@ -241,6 +246,7 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 			addToHist(b, value(fields, l.hist, false))
 		}
 		b.CPUUs += cpu
+		b.inactive += inactive
 		if !s.q.BucketGroups {
 			return true
 		}
@@ -275,22 +281,26 @@ func (s *scan) ticksFile(path string) error {
 			return fmt.Errorf("not a ticks file: its header is not %s", colTime)
 		}
 		return nil
-	}, func(fields [][]byte) bool {
-		t, err := time.Parse(time.RFC3339Nano, string(fields[0]))
-		if err != nil {
-			return false
-		}
-		if s.q.Window.Contains(t) {
-			var b *Bucket
-			if s.q.Step > 0 {
-				b = s.bucket(t)
-			}
-			s.fileTicks.add(b)
-		}
-		return true
-	})
+	}, s.tick)
 	s.res.Malformed += lost
 	return err
+}
+
+// tick counts one line of a ticks file, if it falls in the window; false when it is
+// malformed.
+func (s *scan) tick(fields [][]byte) bool {
+	t, err := time.Parse(time.RFC3339Nano, string(fields[0]))
+	if err != nil {
+		return false
+	}
+	if s.q.Window.Contains(t) {
+		var b *Bucket
+		if s.q.Step > 0 {
+			b = s.bucket(t)
+		}
+		s.fileTicks.add(b)
+	}
+	return true
 }
 
 func (s *scan) bucket(t time.Time) *Bucket {
