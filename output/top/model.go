@@ -88,10 +88,22 @@ func newModel(cfg Config, src source) *model {
 	m := &model{cfg: cfg, src: src, live: cfg.Live, last: cfg.Last, window: cfg.Window,
 		by: slices.Clone(cfg.By), where: slices.Clone(cfg.Where), width: 80, height: 24}
 	if m.live {
-		now := cfg.Clock()
-		m.window = report.Window{From: now.Add(-m.last), To: now}
+		m.window = liveWindow(cfg.Clock(), m.last)
 	}
 	return m
+}
+
+// followedUpTo is the longest live window whose answers come from a report.Follower,
+// which reads only the rows added since the last refresh but keeps the groups of each
+// second of the window: a longer one is asked of the files anew at each refresh, less
+// often the longer that takes.
+const followedUpTo = 10 * time.Minute
+
+// liveWindow is live mode's window: the last d, to the last whole second, so that each
+// refresh adds whole seconds of rows to what was read.
+func liveWindow(now time.Time, d time.Duration) report.Window {
+	to := now.Truncate(time.Second)
+	return report.Window{From: to.Add(-d), To: to}
 }
 
 func (m *model) Init() tea.Cmd {
@@ -110,15 +122,14 @@ func (m *model) refreshEvery() time.Duration { return max(time.Second, 5*m.took)
 // query asks for the current window, filters and grouping, dropping any answer pending.
 func (m *model) query() tea.Cmd {
 	if m.live {
-		now := m.cfg.Clock()
-		m.window = report.Window{From: now.Add(-m.last), To: now}
+		m.window = liveWindow(m.cfg.Clock(), m.last)
 	}
 	m.gen++
 	m.inflight = true
 	m.lastRun = time.Now()
 	q := report.Query{Window: m.window, By: m.by, Where: m.where}
 	context := contextOf(m.window, m.live, m.cfg.Clock())
-	return queryCmd(m.src, m.cfg.Explain, m.gen, q, context, chartStep(context, m.width))
+	return queryCmd(m.src, m.cfg.Explain, m.gen, q, context, chartStep(context, m.width), m.live && m.last <= followedUpTo)
 }
 
 // chartStep is the length of the chart's columns: the context over the chart's width, in

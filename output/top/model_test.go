@@ -17,6 +17,7 @@ import (
 // fakeSource answers every query with the same groups, and records the queries.
 type fakeSource struct {
 	queries []report.Query
+	live    int // calls of Live
 	err     error
 }
 
@@ -43,6 +44,17 @@ func (f *fakeSource) Run(q report.Query) (*report.Result, error) {
 		r.Groups = append(r.Groups, g)
 	}
 	return r, nil
+}
+
+func (f *fakeSource) Live(q report.Query, context report.Window, step time.Duration) (breakdown, timeline *report.Result, err error) {
+	f.live++
+	if breakdown, err = f.Run(q); err != nil {
+		return nil, nil, err
+	}
+	tq := q
+	tq.Window, tq.By, tq.Step = context, nil, step
+	timeline, err = f.Run(tq)
+	return breakdown, timeline, err
 }
 
 func (f *fakeSource) Folded(q report.Query) ([]report.FoldedStack, error) {
@@ -109,6 +121,28 @@ func press(m *model, keys ...string) {
 		}
 		_, cmd := m.Update(msg)
 		run(m, cmd)
+	}
+}
+
+// TestLiveFollows: live mode asks for a short window's answers as one that moves forward
+// (a report.Follower), on whole seconds; for a long one, and in replay, it runs the query.
+func TestLiveFollows(t *testing.T) {
+	now := fakeFrom.Add(90*time.Minute + 1234*time.Millisecond)
+	for _, c := range []struct {
+		live   bool
+		last   time.Duration
+		follow bool
+	}{{true, time.Minute, true}, {true, followedUpTo, true}, {true, time.Hour, false}, {false, time.Minute, false}} {
+		src := &fakeSource{}
+		m := newModel(Config{By: []string{"state"}, Live: c.live, Last: c.last, Clock: func() time.Time { return now },
+			Window: report.Window{From: fakeFrom, To: fakeFrom.Add(c.last)}}.withDefaults(), src)
+		run(m, m.query())
+		if got := src.live > 0; got != c.follow {
+			t.Errorf("live %v over %v: followed %v, want %v", c.live, c.last, got, c.follow)
+		}
+		if c.live && (!m.window.To.Equal(now.Truncate(time.Second)) || m.window.Duration() != c.last) {
+			t.Errorf("live over %v: window %v, want the %v to %v", c.last, m.window, c.last, now.Truncate(time.Second))
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ package top
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -14,21 +15,59 @@ import (
 // source answers the view's questions: output/report over a directory, or a fake in tests.
 type source interface {
 	Run(q report.Query) (*report.Result, error)
+	// Live is Run's answers to q and to q's timeline over context in columns of step, for a
+	// window that moves forward: live mode's, each second.
+	Live(q report.Query, context report.Window, step time.Duration) (breakdown, timeline *report.Result, err error)
 	Folded(q report.Query) ([]report.FoldedStack, error)
 	Latency(w report.Window) (report.Latencies, error)
 }
 
-// reportSource is output/report over the hour files of dir: the one query engine.
-type reportSource struct{ dir string }
+// reportSource is output/report over the hour files of dir: the one query engine. Live
+// mode's answers come from a report.Follower, which reads each row once, for as long as
+// the grouping and filters stay the same.
+type reportSource struct {
+	dir string
 
-func (s reportSource) Run(q report.Query) (*report.Result, error) { return report.Run(s.dir, q) }
+	mu        sync.Mutex
+	follower  *report.Follower
+	following string // the By and Where it follows
+}
 
-func (s reportSource) Folded(q report.Query) ([]report.FoldedStack, error) {
+func (s *reportSource) Run(q report.Query) (*report.Result, error) { return report.Run(s.dir, q) }
+
+func (s *reportSource) Live(q report.Query, context report.Window, step time.Duration) (breakdown, timeline *report.Result, err error) {
+	f, err := s.followerFor(q)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f.Answer(q.Window, context, step)
+}
+
+// followerFor is the follower of q's By and Where, a new one when they changed.
+func (s *reportSource) followerFor(q report.Query) (*report.Follower, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := fmt.Sprintf("%q %q", q.By, q.Where)
+	if s.follower != nil && key == s.following {
+		return s.follower, nil
+	}
+	if s.follower != nil {
+		s.follower.Close()
+	}
+	f, err := report.NewFollower(s.dir, q.By, q.Where)
+	if err != nil {
+		return nil, err
+	}
+	s.follower, s.following = f, key
+	return f, nil
+}
+
+func (s *reportSource) Folded(q report.Query) ([]report.FoldedStack, error) {
 	stacks, _, err := report.Folded(s.dir, q)
 	return stacks, err
 }
 
-func (s reportSource) Latency(w report.Window) (report.Latencies, error) {
+func (s *reportSource) Latency(w report.Window) (report.Latencies, error) {
 	return report.Latency(s.dir, w)
 }
 
@@ -65,13 +104,17 @@ func safely(f func() error) (err error) {
 }
 
 // queryCmd asks in the background for the table of q and the chart over context, in
-// columns of step.
-func queryCmd(src source, explain func(error) error, gen int, q report.Query, context report.Window, step time.Duration) tea.Cmd {
+// columns of step; live, of a window that moves forward.
+func queryCmd(src source, explain func(error) error, gen int, q report.Query, context report.Window, step time.Duration, live bool) tea.Cmd {
 	return func() tea.Msg {
 		start := time.Now()
 		msg := resultMsg{gen: gen, window: q.Window, context: context}
 		msg.err = safely(func() error {
 			var err error
+			if live {
+				msg.breakdown, msg.timeline, err = src.Live(q, context, step)
+				return err
+			}
 			if msg.breakdown, err = src.Run(q); err != nil {
 				return err
 			}

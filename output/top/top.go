@@ -79,7 +79,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// Bold and reverse video still mark the selection: NO_COLOR is about colour.
 		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
 	}
-	_, err := tea.NewProgram(newModel(cfg, reportSource{dir: cfg.Dir}), opts...).Run()
+	_, err := tea.NewProgram(newModel(cfg, &reportSource{dir: cfg.Dir}), opts...).Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // asked to stop: not a failure
 	}
