@@ -202,6 +202,19 @@ func TestExitedThreadGetsLastRowAndItsSlotBack(t *testing.T) {
 	}
 }
 
+// A thread whose last stretch was all asleep still shows its exit, with the active ones only.
+func TestExitedSleeperGetsLastRow(t *testing.T) {
+	r := newRig(t, Filter{})
+	r.src.recs[4] = &state.Thread{Tid: 30, Pid: 30, State: state.Sleeping, SinceNs: 99 * sec, StartNs: 3}
+	r.tick(t, 100*sec)
+	r.src.recs[4] = &state.Thread{Tid: 30, Pid: 30, State: state.Dead, SinceNs: 100 * sec,
+		StateNs: [state.TimedStates]uint64{state.Sleeping: 2 * sec}, StartNs: 3}
+	row, ok := r.tick(t, 101*sec)[30]
+	if !ok || row.State != state.Dead || row.StateTimeUs[state.Sleeping] != 1_000_000 {
+		t.Errorf("last row of an exited sleeper = %+v (present %v)", row, ok)
+	}
+}
+
 func TestSelfAndPidFilter(t *testing.T) {
 	r := newRig(t, Filter{Pids: []int32{40}})
 	r.src.recs[1] = &state.Thread{Tid: 999, Pid: 999, State: state.OnCPU, SinceNs: 1, StartNs: 1}

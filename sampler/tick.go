@@ -249,7 +249,9 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 		CPU: th.CPU, Voluntary: state.Unknown, Involuntary: state.Unknown,
 		Seeded: th.Seeded, Wchan: th.Wchan,
 	}
-	busy := row.State.Active()
+	// A thread that exited shows once more, whatever its last stretch held: in the
+	// hook-free mode it may hold no active time at all (see bpf's taskiter.bpf.c).
+	busy := row.State.Active() || row.State == state.Dead
 	times := th.TimesAt(mono)
 	if prev == nil {
 		row.StateTimeUs = [state.TimedStates]int64{state.Unknown, state.Unknown, state.Unknown, state.Unknown, state.Unknown}
