@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -61,16 +62,16 @@ func openTaskIter(shared *ebpf.Collection, capacity uint32) (ti *taskIter, err e
 	return ti, nil
 }
 
-// run walks every task once, for the tick mono, and returns the slots handed out so far.
-// The iterator writes nothing to read: reading to the end runs it, in this thread, on
-// this CPU, one task after another.
-func (ti *taskIter) run(mono uint64) (uint64, error) {
+// run walks every task once, for the tick mono, and returns the slots handed out so far
+// and how long the pass took. The iterator writes nothing to read: reading to the end
+// runs it, in this thread, on this CPU, one task after another.
+func (ti *taskIter) run(mono uint64) (used uint64, pass time.Duration, err error) {
 	if err := ti.coll.Variables[taskiterVarTickNs].Set(mono); err != nil {
-		return 0, fmt.Errorf("setting the tick: %w", err)
+		return 0, 0, fmt.Errorf("setting the tick: %w", err)
 	}
 	rd, err := ti.link.Open()
 	if err != nil {
-		return 0, fmt.Errorf("starting the task iterator: %w", err)
+		return 0, 0, fmt.Errorf("starting the task iterator: %w", err)
 	}
 	// A read that returns nothing is not always the end: the kernel may stop a read
 	// early (its seq_file logic), and only the program's last call, after the last task,
@@ -84,16 +85,19 @@ func (ti *taskIter) run(mono uint64) (uint64, error) {
 	}
 	err = errors.Join(err, rd.Close())
 	if err != nil {
-		return 0, fmt.Errorf("running the task iterator: %w", err)
+		return 0, 0, fmt.Errorf("running the task iterator: %w", err)
 	}
 	if !ti.done(mono) {
-		return 0, fmt.Errorf("the task iterator did not reach its end in %d reads", reads)
+		return 0, 0, fmt.Errorf("the task iterator did not reach its end in %d reads", reads)
 	}
-	var used uint64
 	if err := ti.coll.Variables[taskiterVarSlotsUsed].Get(&used); err != nil {
-		return 0, fmt.Errorf("reading the slots used: %w", err)
+		return 0, 0, fmt.Errorf("reading the slots used: %w", err)
 	}
-	return used, nil
+	var ns uint64
+	if err := ti.coll.Variables[taskiterVarPassNs].Get(&ns); err != nil {
+		return 0, 0, fmt.Errorf("reading the pass's length: %w", err)
+	}
+	return used, time.Duration(ns), nil
 }
 
 // maxIterReads bounds the reads of one iteration: each read goes on from where the
@@ -119,18 +123,20 @@ func (ti *taskIter) close() error {
 }
 
 // Iterate brings every record up to the tick mono, in the hook-free mode (SyscallsTick),
-// where nothing else writes them: the sampler calls it at each tick, before Scan. In the
-// other modes the hooks keep the records current and it does nothing.
-func (t *Tracker) Iterate(mono uint64) error {
+// where nothing else writes them: the sampler calls it at each tick, before Scan. It
+// returns how long the pass over the threads took, from the instant it read which thread
+// each CPU was running to its end: the span over which it read the threads' states and
+// counts. In the other modes the hooks keep the records current and it does nothing.
+func (t *Tracker) Iterate(mono uint64) (time.Duration, error) {
 	if t.iter == nil {
-		return nil
+		return 0, nil
 	}
-	used, err := t.iter.run(mono)
+	used, pass, err := t.iter.run(mono)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// Slots reads the high-water mark from the tracker's object, where the hooks keep it.
-	return t.coll.Variables[threadcapVarSlotsUsed].Set(used)
+	return pass, t.coll.Variables[threadcapVarSlotsUsed].Set(used)
 }
 
 // hookFree drops every hook program of the tracker's object: in the hook-free mode only

@@ -21,7 +21,7 @@ import (
 func tickRead(t *testing.T, tr *Tracker, tid int) (state.Thread, uint32, uint64, bool) {
 	t.Helper()
 	tick := Now()
-	if err := tr.Iterate(tick); err != nil {
+	if _, err := tr.Iterate(tick); err != nil {
 		t.Fatalf("Iterate: %v", err)
 	}
 	var got state.Thread

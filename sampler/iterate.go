@@ -2,12 +2,15 @@
 
 package sampler
 
+import "time"
+
 // Iterator is a Source whose records are brought up to the tick by reading every thread
 // at the tick (bpf's hook-free mode, which attaches no hook to keep them current as
 // threads run). *bpf.Tracker implements it, doing nothing in its other modes.
 type Iterator interface {
-	// Iterate brings every record up to the tick mono, an instant named by SetTick.
-	Iterate(mono uint64) error
+	// Iterate brings every record up to the tick mono, an instant named by SetTick, and
+	// returns how long its pass over the threads took (0 when there was none).
+	Iterate(mono uint64) (time.Duration, error)
 }
 
 // iterate runs the Source's iteration for the tick mono, if it has one. A failed
@@ -18,7 +21,9 @@ func (s *Sampler) iterate(mono uint64) {
 	if !ok {
 		return
 	}
-	if err := it.Iterate(mono); err != nil && s.iterLog.allow(s.cfg.Wall()) {
+	pass, err := it.Iterate(mono)
+	if err != nil && s.iterLog.allow(s.cfg.Wall()) {
 		s.cfg.Log.WithError(err).Warn("reading the threads at the tick failed")
 	}
+	s.stats.LongestPass = max(s.stats.LongestPass, pass)
 }

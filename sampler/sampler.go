@@ -142,6 +142,9 @@ type Stats struct {
 	// StackRows counts the rows that should carry a kernel stack (off CPU in one of
 	// Config.StackStates, not seeded), and StacklessRows those of them without one.
 	StackRows, StacklessRows uint64
+	// LongestPass is the longest an Iterator's pass over the threads took: the most
+	// its reads of one tick were spread over (the hook-free mode; else 0).
+	LongestPass time.Duration
 }
 
 // Log field keys.

@@ -227,6 +227,7 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 		"span_starts_lost": spanLosses.NoRecord + spanLosses.NoRoom, "span_ends_missed": spanLosses.MissedEnds,
 		"span_ends_unmatched": spanLosses.Unmatched,
 		"detach_ms":           detached.Sub(began).Milliseconds(), "flush_ms": time.Since(detached).Milliseconds(),
+		"longest_pass_us": st.LongestPass.Microseconds(),
 	}).Info("stopped")
 	return err
 }
