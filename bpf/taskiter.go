@@ -139,6 +139,9 @@ func (t *Tracker) Iterate(mono uint64) (time.Duration, error) {
 	return pass, t.coll.Variables[threadcapVarSlotsUsed].Set(used)
 }
 
+// HookFree reports whether the records are written by Iterate alone (SyscallsTick).
+func (t *Tracker) HookFree() bool { return t.iter != nil }
+
 // hookFree drops every hook program of the tracker's object: in the hook-free mode only
 // its maps are loaded, which the iterator writes and the sampler reads.
 func hookFree(spec *ebpf.CollectionSpec, cfg Config) error {

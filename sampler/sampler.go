@@ -306,7 +306,8 @@ const firstTickLead = 20 * time.Millisecond
 // on CPU beside the one that came in, and the CPU time of one interval in the next. Under
 // test/invariants' load, 12 ms still let that through at one run in eight (2.5 ms of CPU
 // time moved to the next tick); 30 ms, in none of ten. A quarter of the interval at most,
-// so that reading still ends well before the next tick.
+// so that reading still ends well before the next tick. The hook-free mode's records have
+// no switch to put right: the pass at the tick writes them (Sampler.settle).
 func settle(interval time.Duration) time.Duration {
 	return min(30*time.Millisecond, interval/4)
 }
@@ -325,7 +326,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 	for !s.arm(first) {
 		first = s.cfg.Wall().Add(firstTickLead)
 	}
-	time.Sleep(first.Sub(s.cfg.Wall()) + settle(s.cfg.Interval))
+	time.Sleep(first.Sub(s.cfg.Wall()) + s.settle())
 	if err := s.Tick(first); err != nil {
 		return err
 	}
@@ -353,7 +354,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 		}
 		// The injected wall clock, not time.Until, so that a test's clock (or a wall clock
 		// stepped mid-loop) agrees with the ticks it labels.
-		timer.Reset(next.Sub(s.cfg.Wall()) + settle(s.cfg.Interval))
+		timer.Reset(next.Sub(s.cfg.Wall()) + s.settle())
 		select {
 		case <-ctx.Done():
 			// The minutes summed so far, which the next minute's first tick would write.
