@@ -55,30 +55,43 @@ func TestChecks(t *testing.T) {
 	cases := []struct {
 		name   string
 		cpus   int
+		hidden bool // threads 1 and 2 are hidden from task iterators
 		change func(*recording)
 		want   []invariant
 	}{
-		{"consistent", 2, func(*recording) {}, nil},
-		{"two threads on one CPU", 2, func(rec *recording) {
+		{"consistent", 2, false, func(*recording) {}, nil},
+		{"two threads on one CPU", 2, false, func(rec *recording) {
 			r := rowOf(rec, tick2, 2)
 			r.state, r.cpu = "on_cpu", 0
 		}, []invariant{cpusAtTick, stateShares}},
-		{"more threads on CPU than CPUs", 1, func(rec *recording) {
+		{"more threads on CPU than CPUs", 1, false, func(rec *recording) {
 			rowOf(rec, tick1, 2).state = "on_cpu"
 		}, []invariant{cpusAtTick, stateShares}},
-		{"more CPU time than CPUs", 1, func(rec *recording) {
+		{"more CPU time than CPUs", 1, false, func(rec *recording) {
 			rowOf(rec, tick1, 2).times = [5]int64{2_000, 0, 98_000, 0, 0}
 		}, []invariant{cpuTimeAtTick}},
-		{"a sleeper credited with CPU", 2, func(rec *recording) {
+		{"a sleeper credited with CPU", 2, false, func(rec *recording) {
 			rowOf(rec, tick2, 2).times = [5]int64{50_000, 0, 50_000, 0, 0}
 		}, []invariant{schedstatCPU, stateShares}},
-		{"a thread missing at a tick", 2, func(rec *recording) {
+		{"a thread missing at a tick", 2, false, func(rec *recording) {
 			rec.rows = slices.DeleteFunc(rec.rows, func(r row) bool { return r.tick == tick1 && r.tid == 2 })
 		}, []invariant{schedstatCPU}},
-		{"times short of the interval", 2, func(rec *recording) {
+		{"a hidden thread missing at a tick", 2, true, func(rec *recording) {
+			rec.rows = slices.DeleteFunc(rec.rows, func(r row) bool { return r.tick == tick1 && r.tid == 2 })
+		}, []invariant{schedstatCPU}},
+		{"a sleeper never read", 2, false, func(rec *recording) {
+			rec.rows = slices.DeleteFunc(rec.rows, func(r row) bool { return r.tid == 2 })
+		}, []invariant{schedstatCPU}},
+		{"a hidden sleeper never read", 2, true, func(rec *recording) {
+			rec.rows = slices.DeleteFunc(rec.rows, func(r row) bool { return r.tid == 2 })
+		}, nil},
+		{"a hidden spinner never read", 2, true, func(rec *recording) {
+			rec.rows = slices.DeleteFunc(rec.rows, func(r row) bool { return r.tid == 1 })
+		}, []invariant{schedstatCPU}},
+		{"times short of the interval", 2, false, func(rec *recording) {
 			rowOf(rec, tick1, 2).times = [5]int64{0, 0, 95_000, 0, 0}
 		}, []invariant{timesAddUp}},
-		{"a row at a tick never taken", 2, func(rec *recording) {
+		{"a row at a tick never taken", 2, false, func(rec *recording) {
 			rec.rows = append(rec.rows, row{tick: tick1 + 50_000, pid: 3, tid: 3, state: "sleeping", timed: true})
 		}, []invariant{timesAddUp}},
 	}
@@ -88,6 +101,9 @@ func TestChecks(t *testing.T) {
 			c.change(rec)
 			ix := newIndex(rec)
 			m := machine{cpus: c.cpus}
+			if c.hidden {
+				m.hidden = map[int]bool{1: true, 2: true}
+			}
 			v := violations{}
 			checkCPUsAtTick(ix, m, v)
 			checkCPUTimeAtTick(ix, m, v)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -31,7 +32,15 @@ const (
 // serves pgbench, a parallel `go build -a` forks and execs its compilers, and more
 // spinners than CPUs compete beside sleepers and a blocked pipe reader, then checks every
 // row against the invariants, and every thread alive throughout against schedstat.
-func TestWholeMachine(t *testing.T) {
+func TestWholeMachine(t *testing.T) { wholeMachine(t, "full") }
+
+// TestWholeMachineTickMode is TestWholeMachine in the hook-free mode, where a task
+// iterator reads every thread at each tick and nothing runs at a switch or a syscall.
+func TestWholeMachineTickMode(t *testing.T) { wholeMachine(t, "tick") }
+
+// wholeMachine records the whole machine under load with the daemon in the syscalls mode
+// given, and checks every row.
+func wholeMachine(t *testing.T, syscalls string) {
 	privileged.Require(t)
 	pg := pgtest.Start(t)
 	if out, err := pg.Pgbench("-i", "-q", "-s", "5").CombinedOutput(); err != nil {
@@ -47,7 +56,7 @@ func TestWholeMachine(t *testing.T) {
 	notify := filepath.Join(t.TempDir(), "notify")
 	systemd := daemontest.ListenNotify(t, notify)
 	daemonLog := &daemontest.SyncBuffer{}
-	daemon := exec.Command(bin, "run", "--config", "", "--hz", "10", "--all", "--dir", dir, "--log-level", "info")
+	daemon := exec.Command(bin, "run", "--config", "", "--hz", "10", "--all", "--syscalls", syscalls, "--dir", dir, "--log-level", "info")
 	daemon.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify)
 	daemon.Stdout, daemon.Stderr = daemonLog, daemonLog
 	m.daemon = workload.Process(t, daemon)
@@ -84,6 +93,9 @@ func TestWholeMachine(t *testing.T) {
 		instants = append(instants, s)
 	}
 	snaps := snapshotsAt(instants)
+	if syscalls == "tick" {
+		m.hidden = hiddenFromIterators(t)
+	}
 	steal, forked := workload.StealUs(t)-stealBefore, forks(t)-forksBefore
 
 	daemon.Process.Signal(syscall.SIGTERM)
@@ -125,16 +137,33 @@ func TestWholeMachine(t *testing.T) {
 	v := violations{}
 	checkCPUsAtTick(ix, m, v)
 	busiest, over := checkCPUTimeAtTick(ix, m, v)
-	compared := checkSchedstat(ix, m, *t1, *t2, v)
+	compared, unread := checkSchedstat(ix, m, *t1, *t2, v)
 	shareRows, shares := checkStateShares(ix, v)
 	checkTimesAddUp(ix, v)
 	t.Logf("%d rows at %d ticks (%d CPUs); %d threads compared with schedstat over (%s, %s], read at most %v and %v late; "+
 		"the busiest tick's on_cpu_us %.4f of CPUs × interval, %d ticks above 1; %d rows cover a whole interval: %s",
 		len(rec.rows), len(rec.ticks), m.cpus, compared, at(t1.at.UnixMicro()), at(t2.at.UnixMicro()),
 		t1.latest.Round(time.Microsecond), t2.latest.Round(time.Microsecond), busiest, over, shareRows, shares)
+	if syscalls == "tick" {
+		// On-CPU threads are those of the pass's first instant (one read of each CPU);
+		// the other threads' states and counts are read over the pass.
+		t.Logf("the task iterator's longest pass read threads over %s; %d threads the kernel gives no task iterator, %d of them compared, as no CPU time: %s",
+			longestPass(t, daemonLog.String()), len(m.hidden), len(unread), strings.Join(unread, ", "))
+	}
 	if len(v) > 0 {
 		t.Errorf("invariants broken over the recording in %s:\n%s", dir, v.summary())
 	}
+}
+
+// longestPass is the longest_pass_us of the daemon's stop line, as a duration.
+func longestPass(t *testing.T, log string) time.Duration {
+	t.Helper()
+	m := regexp.MustCompile(`longest_pass_us=(\d+)`).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("threadcap's stop line has no longest_pass_us:\n%s", log)
+	}
+	us, _ := strconv.Atoi(m[1])
+	return time.Duration(us) * time.Microsecond
 }
 
 // onlineCPUs counts the CPUs in /sys/devices/system/cpu/online ("0-3,6").
