@@ -93,9 +93,7 @@ func wholeMachine(t *testing.T, syscalls string) {
 		instants = append(instants, s)
 	}
 	snaps := snapshotsAt(instants)
-	if syscalls == "tick" {
-		m.hidden = hiddenFromIterators(t)
-	}
+	m.hidden = hiddenFromIterators(t)
 	steal, forked := workload.StealUs(t)-stealBefore, forks(t)-forksBefore
 
 	daemon.Process.Signal(syscall.SIGTERM)
@@ -141,9 +139,10 @@ func wholeMachine(t *testing.T, syscalls string) {
 	shareRows, shares := checkStateShares(ix, v)
 	checkTimesAddUp(ix, v)
 	t.Logf("%d rows at %d ticks (%d CPUs); %d threads compared with schedstat over (%s, %s], read at most %v and %v late; "+
-		"the busiest tick's on_cpu_us %.4f of CPUs × interval, %d ticks above 1; %d rows cover a whole interval: %s",
+		"the busiest tick's on_cpu_us (but the %d threads hidden from iterators) %.4f of CPUs × interval, %d ticks above 1; "+
+		"%d rows cover a whole interval: %s",
 		len(rec.rows), len(rec.ticks), m.cpus, compared, at(t1.at.UnixMicro()), at(t2.at.UnixMicro()),
-		t1.latest.Round(time.Microsecond), t2.latest.Round(time.Microsecond), busiest, over, shareRows, shares)
+		t1.latest.Round(time.Microsecond), t2.latest.Round(time.Microsecond), len(m.hidden), busiest, over, shareRows, shares)
 	if syscalls == "tick" {
 		// On-CPU threads are those of the pass's first instant (one read of each CPU);
 		// the other threads' states and counts are read over the pass.
