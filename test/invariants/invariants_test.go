@@ -5,13 +5,10 @@ package invariants
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,16 +50,8 @@ func wholeMachine(t *testing.T, syscalls string) {
 	m := machine{cpus: onlineCPUs(t)}
 
 	dir := t.TempDir()
-	notify := filepath.Join(t.TempDir(), "notify")
-	systemd := daemontest.ListenNotify(t, notify)
-	daemonLog := &daemontest.SyncBuffer{}
-	daemon := exec.Command(bin, "run", "--config", "", "--hz", "10", "--all", "--syscalls", syscalls, "--dir", dir, "--log-level", "info")
-	daemon.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify)
-	daemon.Stdout, daemon.Stderr = daemonLog, daemonLog
-	m.daemon = workload.Process(t, daemon)
-	if got := daemontest.Receive(t, systemd, patience); got != "READY=1" {
-		t.Fatalf("threadcap notified %q first, want READY=1\n%s", got, daemonLog)
-	}
+	daemon := daemontest.Start(t, bin, patience, "--config", "", "--hz", "10", "--all", "--syscalls", syscalls, "--dir", dir, "--log-level", "info")
+	m.daemon = daemon.Cmd.Process.Pid
 
 	spinners := m.cpus + 2
 	// A spinner holds a P of the Go scheduler while it runs: with as many Ps as CPUs, the
@@ -96,10 +85,7 @@ func wholeMachine(t *testing.T, syscalls string) {
 	m.hidden = hiddenFromIterators(t)
 	steal, forked := workload.StealUs(t)-stealBefore, forks(t)-forksBefore
 
-	daemon.Process.Signal(syscall.SIGTERM)
-	if err := daemon.Wait(); err != nil {
-		t.Fatalf("threadcap run: %v\n%s", err, daemonLog)
-	}
+	daemon.Stop(t)
 	stopBuilds()
 	built, buildErr := builds()
 	if buildErr != nil {
@@ -110,7 +96,7 @@ func wholeMachine(t *testing.T, syscalls string) {
 	}
 	t.Logf("beside the daemon: %d processes and threads forked, %d complete go builds, pgbench %s; %v stolen by the hypervisor",
 		forked, built, tps(benchOut.String()), time.Duration(steal)*time.Microsecond)
-	if log := strings.TrimSpace(daemonLog.String()); log != "" {
+	if log := strings.TrimSpace(daemon.Log.String()); log != "" {
 		t.Logf("threadcap's log:\n%s", log)
 	}
 
@@ -147,7 +133,7 @@ func wholeMachine(t *testing.T, syscalls string) {
 		// On-CPU threads are those of the pass's first instant (one read of each CPU);
 		// the other threads' states and counts are read over the pass.
 		t.Logf("the task iterator's longest pass read threads over %s; %d threads the kernel gives no task iterator, %d of them compared, as no CPU time: %s",
-			longestPass(t, daemonLog.String()), len(m.hidden), len(unread), strings.Join(unread, ", "))
+			longestPass(t, daemon.Log.String()), len(m.hidden), len(unread), strings.Join(unread, ", "))
 	}
 	if len(v) > 0 {
 		t.Errorf("invariants broken over the recording in %s:\n%s", dir, v.summary())
