@@ -4,6 +4,7 @@ package bpf
 
 import (
 	"os/exec"
+	"runtime"
 	"slices"
 	"syscall"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	"github.com/threadcap/threadcap/state"
 	"github.com/threadcap/threadcap/test/workload"
@@ -132,6 +134,35 @@ func TestTickModeSleeperIsInNanosleep(t *testing.T) {
 	times := th.TimesAt(th.CPUSyncNs)
 	if times[state.Sleeping] == 0 || times[state.Uninterruptible] != 0 {
 		t.Errorf("sleeper's times: %v, want sleeping only (and a little CPU)", times)
+	}
+}
+
+// A pass begins by reading each CPU's current task: the thread running the pass is that
+// of its CPU then, so its record is on CPU there, and no other is (a CPU's runqueue is
+// learned from the tasks of a first pass).
+func TestTickModeReaderIsOnCPUAlone(t *testing.T) {
+	tr := openTracker(t, Config{Syscalls: SyscallsTick})
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self := unix.Gettid()
+	tickRead(t, tr, self)
+	th, _, tick, seen := tickRead(t, tr, self)
+	if !seen || th.State != state.OnCPU {
+		t.Fatalf("the thread running the pass is %v (record %v), want on CPU", th.State, seen)
+	}
+	perCPU := map[int32][]int32{}
+	tr.Scan(0, tick, nil, func(_ uint32, th *state.Thread) {
+		if th.State == state.OnCPU {
+			perCPU[th.CPU] = append(perCPU[th.CPU], th.Tid)
+		}
+	})
+	for cpu, tids := range perCPU {
+		if len(tids) > 1 {
+			t.Errorf("CPU %d has %d threads on it: %v", cpu, len(tids), tids)
+		}
+	}
+	if tids := perCPU[th.CPU]; len(tids) != 1 || tids[0] != int32(self) {
+		t.Errorf("CPU %d, the pass's, has %v on it, want only %d", th.CPU, tids, self)
 	}
 }
 
