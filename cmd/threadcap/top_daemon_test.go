@@ -26,25 +26,13 @@ func TestTopLiveDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(tmp, "data")
-	log := &daemontest.SyncBuffer{}
-	daemon := exec.Command(bin, "run", "--config", "", "--hz", "10", "--dir", dir, "--log-level", "warn")
-	daemon.Stdout, daemon.Stderr = log, log
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		daemon.Process.Kill()
-		daemon.Wait()
-		if t.Failed() {
-			t.Logf("the daemon's log:\n%s", log.String())
-		}
-	})
+	daemon := daemontest.StartFromShell(t, bin, "--config", "", "--hz", "10", "--dir", dir, "--log-level", "warn")
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		if files, _ := filepath.Glob(filepath.Join(dir, "threadcap_samples_*.csv")); len(files) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the daemon wrote no hour file in a minute:\n%s", log.String())
+			t.Fatalf("the daemon wrote no hour file in a minute:\n%s", daemon.Log)
 		}
 	}
 

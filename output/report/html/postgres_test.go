@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,24 +40,7 @@ func recordPostgres(t *testing.T) (rec *timetravel.Recording, from, to time.Time
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	daemon := exec.Command(rec.Bin, "run", "--config", cfg, "--hz", "10", "--log-level", "warn")
-	notify := filepath.Join(tmp, "notify")
-	conn := daemontest.ListenNotify(t, notify)
-	daemon.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify)
-	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			daemon.Process.Kill()
-			daemon.Wait()
-		}
-	})
-	if got := daemontest.Receive(t, conn, time.Minute); got != "READY=1" {
-		t.Fatalf("threadcap said %q, want READY=1", got)
-	}
+	daemon := daemontest.Start(t, rec.Bin, time.Minute, "--config", cfg, "--hz", "10", "--log-level", "warn")
 
 	from = time.Now().Truncate(time.Second)
 	var wg sync.WaitGroup
@@ -79,13 +61,7 @@ func recordPostgres(t *testing.T) (rec *timetravel.Recording, from, to time.Time
 	wg.Wait()
 	to = time.Now().Truncate(time.Second).Add(time.Second)
 	time.Sleep(300 * time.Millisecond)
-	if err := daemon.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := daemon.Wait(); err != nil {
-		t.Fatalf("threadcap run: %v", err)
-	}
-	stopped = true
+	daemon.Stop(t)
 	return rec, from, to
 }
 
