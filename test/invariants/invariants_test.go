@@ -132,7 +132,8 @@ func wholeMachine(t *testing.T, syscalls string) {
 	if syscalls == "tick" {
 		// On-CPU threads are those of the pass's first instant (one read of each CPU);
 		// the other threads' states and counts are read over the pass.
-		t.Logf("the task iterator's longest pass read threads over %s; %d threads the kernel gives no task iterator, %d of them compared, as no CPU time: %s",
+		t.Logf("the task iterator's longest pass read threads over %s; %d threads the kernel gives no task iterator, "+
+			"%d of them alive throughout, with no row, not compared: %s",
 			longestPass(t, daemon.Log.String()), len(m.hidden), len(unread), strings.Join(unread, ", "))
 	}
 	if len(v) > 0 {
