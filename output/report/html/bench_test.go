@@ -88,6 +88,11 @@ func BenchmarkPageHour(b *testing.B) {
 	}
 	q := report.Query{Window: report.Window{From: first, To: first.Add(time.Hour)}, By: []string{"state", "syscall"}, Top: 20}
 	path := filepath.Join(b.TempDir(), "page.html")
+	// One read before the timed ones, so that both find the hour in the page cache: the
+	// first read after writing gigabytes waits for the disk, the second does not.
+	if _, err := report.Run(dir, q); err != nil {
+		b.Fatal(err)
+	}
 	b.ResetTimer()
 	var tableTime, pageTime time.Duration
 	for range b.N {
