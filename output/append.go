@@ -10,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -21,11 +22,11 @@ func (w *Writer) appendRows(rows []state.Sample) {
 	w.buf, w.ends = w.buf[:0], w.ends[:0]
 	headerEnd := 0
 	if hf.size == 0 {
-		w.buf = append(w.buf, header...)
+		w.buf = append(w.buf, schema.Header()...)
 		headerEnd = len(w.buf)
 	}
 	for i := range rows {
-		w.buf = AppendCSV(w.buf, &rows[i])
+		w.buf = schema.AppendCSV(w.buf, &rows[i])
 		w.ends = append(w.ends, len(w.buf))
 	}
 	if w.paused == causeNoSpace && !w.fits(len(w.buf)) {

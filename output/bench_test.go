@@ -4,20 +4,6 @@ package output
 
 import "testing"
 
-func BenchmarkAppendCSV(b *testing.B) {
-	rows := mysqlRows(tick, 1000, 1000)
-	rows[7].Exe = "/opt/my app,v2/bin/\"app\""
-	buf := make([]byte, 0, 1<<20)
-	b.ReportAllocs()
-	n := 0
-	for b.Loop() {
-		buf = AppendCSV(buf[:0], &rows[n%len(rows)])
-		n++
-	}
-	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "rows/s")
-	b.ReportMetric(float64(len(buf)), "bytes/row")
-}
-
 // BenchmarkWriter measures the whole write path of a tick of 1000 threads, file writes
 // included, on one goroutine.
 func BenchmarkWriter(b *testing.B) {

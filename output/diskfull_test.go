@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/test/privileged"
 )
 
@@ -156,8 +158,8 @@ func checkWholeRows(t *testing.T, w *Writer, path string, f *tickFeeder) {
 		t.Errorf("written %d + dropped %d != %d rows given", w.WrittenRows(), w.DroppedRows(), f.tid)
 	}
 	// Walk the raw bytes row by row, so a row cut and glued to the next cannot hide.
-	rest := content[len(header):]
-	tid := column(t, "tid")
+	rest := content[len(schema.Header()):]
+	tid := slices.IndexFunc(schema.Columns, func(c schema.Column) bool { return c.Name == "tid" })
 	for _, rec := range records[1:] {
 		row, ok := f.sent[rec[tid]]
 		if !ok || !bytes.HasPrefix(rest, row) {
@@ -191,7 +193,7 @@ func (f *tickFeeder) write() {
 	for i := range rows {
 		// Long, quoted values make a cut likely to land inside a row.
 		rows[i].Exe = strings.Repeat("/opt/a \"b\",c", 1+int(f.tid)%7)
-		f.sent[strconv.Itoa(int(f.tid))] = AppendCSV(nil, &rows[i])
+		f.sent[strconv.Itoa(int(f.tid))] = schema.AppendCSV(nil, &rows[i])
 		f.tid++
 	}
 	if err := f.w.Write(f.tick, rows); err != nil {

@@ -14,18 +14,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 )
 
 // Hour files are named, listed and told apart by package hourfile. Each kind of file
-// starts with its header.
-var headers = map[hourfile.Kind]string{
-	hourfile.Samples: header,
-	hourfile.Stacks:  stacksHeader,
-	hourfile.Ticks:   ticksHeader,
-	hourfile.IO:      ioHeader,
-	hourfile.Spans:   spansHeader,
-	hourfile.Profile: profileHeader,
-}
+// starts with its header (schema.KindHeader).
 
 // hourFile is the file rows of the current hour are appended to.
 type hourFile struct {
@@ -69,7 +62,7 @@ func openKindFile(kind hourfile.Kind, dir string, hour time.Time, mode os.FileMo
 		return hf, openReport{created: err == nil}, err
 	}
 	var rep openReport
-	hf, aside, err := reopenHourFile(path, headers[kind], hour, &rep)
+	hf, aside, err := reopenHourFile(path, schema.KindHeader(kind), hour, &rep)
 	if err != nil || aside == "" {
 		return hf, rep, err
 	}
@@ -140,7 +133,7 @@ func reopenHourFile(path, header string, hour time.Time, rep *openReport) (*hour
 
 // completeRows finds where the last complete row of an hour file ends. known is false when
 // the file starts with a header other than ours. A NUL byte ends the scan, as a power loss
-// can leave a zero-filled tail and AppendCSV never writes NUL.
+// can leave a zero-filled tail and schema.AppendCSV never writes NUL.
 func completeRows(f *os.File, header string) (size, end int64, known bool, err error) {
 	fi, err := f.Stat()
 	if err != nil {

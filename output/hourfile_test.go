@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 	"github.com/threadcap/threadcap/test/privileged"
 )
@@ -28,11 +29,11 @@ func TestCrashLeftoversAreRepaired(t *testing.T) {
 	cut := mysqlRow(hour, 3)
 	cut.Exe = "/opt/x\ny/z"
 	var good []byte
-	good = append(good, header...)
+	good = append(good, schema.Header()...)
 	for i := range complete {
-		good = AppendCSV(good, &complete[i])
+		good = schema.AppendCSV(good, &complete[i])
 	}
-	cutRow := AppendCSV(nil, &cut)
+	cutRow := schema.AppendCSV(nil, &cut)
 	newline := bytes.IndexByte(cutRow, '\n')
 
 	tests := []struct {
@@ -46,8 +47,8 @@ func TestCrashLeftoversAreRepaired(t *testing.T) {
 		{"row cut after a newline inside quotes", append(bytes.Clone(good), cutRow[:newline+1]...), good, true},
 		{"row cut before its newline", append(bytes.Clone(good), cutRow[:len(cutRow)-1]...), good, true},
 		{"zero-filled tail after power loss", append(bytes.Clone(good), make([]byte, 4096)...), good, true},
-		{"header cut short", []byte(header[:10]), []byte(header), true},
-		{"empty file", nil, []byte(header), false},
+		{"header cut short", []byte(schema.Header()[:10]), []byte(schema.Header()), true},
+		{"empty file", nil, []byte(schema.Header()), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,7 +69,7 @@ func TestCrashLeftoversAreRepaired(t *testing.T) {
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
-			want := AppendCSV(bytes.Clone(tt.keep), &next)
+			want := schema.AppendCSV(bytes.Clone(tt.keep), &next)
 			if got := readPlain(t, path); !bytes.Equal(got, want) {
 				t.Errorf("file after restart:\n%q\nwant:\n%q", got, want)
 			}
@@ -106,15 +107,6 @@ func TestFileWithAnotherHeaderIsSetAside(t *testing.T) {
 	}
 	if n := len(readCSV(t, path)); n != 2 {
 		t.Errorf("new file has %d lines, want header and 1 row", n)
-	}
-}
-
-// TestEveryKindHasAHeader keeps a new kind of hour file from being written headerless.
-func TestEveryKindHasAHeader(t *testing.T) {
-	for _, k := range hourfile.Kinds() {
-		if headers[k] == "" {
-			t.Errorf("no header for %sfiles", k.Prefix())
-		}
 	}
 }
 

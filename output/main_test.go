@@ -14,29 +14,24 @@ import (
 	"sync"
 	"testing"
 	"time"
-	_ "time/tzdata" // the DST tests must not depend on the host's zoneinfo
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/threadcap/threadcap/output/hourfile"
-	"github.com/threadcap/threadcap/state"
+	"github.com/threadcap/threadcap/output/internal/rowtest"
+	"github.com/threadcap/threadcap/output/schema"
 )
 
-// newYork is the process's local time zone in these tests: it has both DST transitions,
-// and fixing it makes golden files independent of the machine.
-var newYork *time.Location
+func TestMain(m *testing.M) { rowtest.Main(m) }
 
-func TestMain(m *testing.M) {
-	var err error
-	if newYork, err = time.LoadLocation("America/New_York"); err != nil {
-		panic(err)
-	}
-	// Set before any test starts, so no goroutine reads it while it changes.
-	time.Local = newYork
-	os.Exit(m.Run())
-}
+// newYork, tick, mysqlRow and mysqlRows are rowtest's.
+var (
+	newYork             = rowtest.NewYork
+	tick                = rowtest.Tick
+	mysqlRow, mysqlRows = rowtest.MysqlRow, rowtest.MysqlRows
+)
 
 // fakeClock is the injected clock; tests move it by hand.
 type fakeClock struct {
@@ -64,25 +59,6 @@ func testConfig(dir string, now time.Time) (Config, *fakeClock, *logtest.Hook) {
 	return Config{Dir: dir, Compress: CompressNone, Clock: clock.Now, Log: logger.WithField(fieldComponent, "output")}, clock, hook
 }
 
-// mysqlRow is a typical row: a database thread sleeping in a syscall.
-func mysqlRow(tick time.Time, tid int32) state.Sample {
-	return state.Sample{
-		Time: tick, Pid: 4242, Tid: tid, Process: "mysqld", Thread: "connection", User: "mysql",
-		State: state.Sleeping, StateUs: 1500, Syscall: "futex", SyscallUs: 1500, SyscallCPUUs: 3,
-		Args: [6]uint64{0x7f1234560000, 0x80, 0, 0, 0, 0xffffffff}, CPU: 1,
-		StateTimeUs: [state.TimedStates]int64{120, 5, 99875, 0, 0},
-		Voluntary:   3, Involuntary: 1, Exe: "/usr/sbin/mysqld", Cgroup: "/system.slice/mysql.service",
-	}
-}
-
-func mysqlRows(tick time.Time, firstTid int32, n int) []state.Sample {
-	rows := make([]state.Sample, n)
-	for i := range rows {
-		rows[i] = mysqlRow(tick, firstTid+int32(i))
-	}
-	return rows
-}
-
 // readCSV parses a file the way a user's tools would, decompressing by suffix, and returns
 // its records with the header first. Every record must have as many fields as its kind's
 // header.
@@ -100,7 +76,7 @@ func readCSV(t testing.TB, path string) [][]string {
 // kindHeader is the header of the hour file named name.
 func kindHeader(name string) string {
 	n, _ := hourfile.Parse(name)
-	return headers[n.Kind]
+	return schema.KindHeader(n.Kind)
 }
 
 // readPlain is the uncompressed content of an hour file.

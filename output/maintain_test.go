@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 )
 
 func TestClosedHoursAreCompressed(t *testing.T) {
@@ -42,12 +43,12 @@ func TestClosedHoursAreCompressed(t *testing.T) {
 				if err := w.Write(tick, rows); err != nil {
 					t.Fatal(err)
 				}
-				content := []byte(header)
+				content := []byte(schema.Header())
 				for j := range rows {
-					content = AppendCSV(content, &rows[j])
+					content = schema.AppendCSV(content, &rows[j])
 				}
 				want[hourfile.Samples.Name(tick.Truncate(time.Hour), suffix)] = content
-				want[hourfile.Ticks.Name(tick.Truncate(time.Hour), suffix)] = []byte(ticksHeader + tick.Local().Format(hourfile.TimeLayout) + "\n")
+				want[hourfile.Ticks.Name(tick.Truncate(time.Hour), suffix)] = []byte(schema.TicksHeader() + tick.Local().Format(hourfile.TimeLayout) + "\n")
 			}
 			w.maintain(context.Background())
 			if err := w.Close(); err != nil {
@@ -75,9 +76,9 @@ func keys(m map[string][]byte) []string {
 // TestStartRecoversLeftovers starts where a crash during compression left off.
 func TestStartRecoversLeftovers(t *testing.T) {
 	dir := t.TempDir()
-	closed := []byte(header)
+	closed := []byte(schema.Header())
 	row := mysqlRow(tick, 1)
-	closed = AppendCSV(closed, &row)
+	closed = schema.AppendCSV(closed, &row)
 	files := map[string][]byte{
 		"threadcap_samples_2026-11-21T09Z.csv":        closed,
 		"threadcap_samples_2026-11-21T09Z.csv.gz.tmp": []byte("half a gzip stream"),

@@ -14,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go/compress/zstd"
 
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 )
 
 // HostColumn is the column every Parquet file adds to its kind's (hourfile owns the name,
@@ -29,11 +30,11 @@ const parquetRowGroup = 256 << 10
 // parquetNodes are the Parquet types of the schema's DuckDB types. Every column is optional,
 // as an empty CSV field is NULL; text is dictionary-encoded, as most values repeat.
 var parquetNodes = map[string]parquet.Node{
-	typeTimestampTZ: parquet.Timestamp(parquet.Microsecond), // adjusted to UTC: TIMESTAMPTZ
-	typeInteger:     parquet.Int(32),
-	typeBigint:      parquet.Int(64),
-	typeVarchar:     parquet.Encoded(parquet.String(), &parquet.RLEDictionary),
-	typeBoolean:     parquet.Leaf(parquet.BooleanType),
+	schema.TypeTimestampTZ: parquet.Timestamp(parquet.Microsecond), // adjusted to UTC: TIMESTAMPTZ
+	schema.TypeInteger:     parquet.Int(32),
+	schema.TypeBigint:      parquet.Int(64),
+	schema.TypeVarchar:     parquet.Encoded(parquet.String(), &parquet.RLEDictionary),
+	schema.TypeBoolean:     parquet.Leaf(parquet.BooleanType),
 }
 
 // orderedGroup keeps the columns in the order of the schema: parquet.Group sorts them by
@@ -56,7 +57,7 @@ func (g orderedGroup) Fields() []parquet.Field {
 func parquetSchema(kind hourfile.Kind) *parquet.Schema {
 	g := orderedGroup{Group: parquet.Group{}, order: []string{HostColumn}}
 	g.Group[HostColumn] = parquet.Encoded(parquet.String(), &parquet.RLEDictionary)
-	for _, c := range KindColumns[kind] {
+	for _, c := range schema.KindColumns[kind] {
 		g.Group[c.Name] = parquet.Optional(parquetNodes[c.Type])
 		g.order = append(g.order, c.Name)
 	}
@@ -101,8 +102,8 @@ func WriteParquet(out io.Writer, in io.Reader, kind hourfile.Kind, host string) 
 	}
 	w := parquet.NewWriter(out, schemas[kind],
 		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault, Concurrency: 1}),
-		parquet.CreatedBy("threadcap", strconv.Itoa(SchemaVersion), ""),
-		parquet.KeyValueMetadata("threadcap.schema_version", strconv.Itoa(SchemaVersion)))
+		parquet.CreatedBy("threadcap", strconv.Itoa(schema.Version), ""),
+		parquet.KeyValueMetadata("threadcap.schema_version", strconv.Itoa(schema.Version)))
 	b := newColumnBatch(w, conv)
 	for head != nil {
 		fields, err := rr.Read()
@@ -217,7 +218,7 @@ type rowConverter struct {
 	host parquet.Value
 	// columns are the kind's columns, in the schema's order (after host), each with its
 	// field in the record, -1 when the header lacks it.
-	columns []Column
+	columns []schema.Column
 	fields  []int
 	types   []valueType     // of each column
 	nulls   []parquet.Value // each column's NULL
@@ -234,7 +235,7 @@ func newRowConverter(kind hourfile.Kind, host string, header [][]byte) (*rowConv
 	}
 	c := &rowConverter{
 		host:    parquet.ByteArrayValue([]byte(host)).Level(0, 0, 0),
-		columns: KindColumns[kind],
+		columns: schema.KindColumns[kind],
 		width:   len(header),
 	}
 	for i, col := range c.columns {
@@ -243,9 +244,9 @@ func newRowConverter(kind hourfile.Kind, host string, header [][]byte) (*rowConv
 		c.nulls = append(c.nulls, parquet.NullValue().Level(0, 0, i+1))
 	}
 	for _, n := range names {
-		if !slices.ContainsFunc(c.columns, func(col Column) bool { return col.Name == n }) {
+		if !slices.ContainsFunc(c.columns, func(col schema.Column) bool { return col.Name == n }) {
 			return nil, fmt.Errorf("the header has column %q, which a %s file of schema version %d does not: "+
-				"is it a threadcap %s file, or of a newer threadcap?", n, kind, SchemaVersion, kind)
+				"is it a threadcap %s file, or of a newer threadcap?", n, kind, schema.Version, kind)
 		}
 	}
 	return c, nil
@@ -286,7 +287,7 @@ const (
 )
 
 var valueTypes = map[string]valueType{
-	typeVarchar: valueText, typeTimestampTZ: valueTime, typeInteger: valueInt32, typeBigint: valueInt64, typeBoolean: valueBool,
+	schema.TypeVarchar: valueText, schema.TypeTimestampTZ: valueTime, schema.TypeInteger: valueInt32, schema.TypeBigint: valueInt64, schema.TypeBoolean: valueBool,
 }
 
 // value stores the value of one non-empty field in v, as a non-NULL value of an optional

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -78,11 +80,11 @@ func readParquet(t testing.TB, path string) ([]string, []map[string]any) {
 
 func TestParquetSchemaFollowsTheCSVSchema(t *testing.T) {
 	for _, kind := range hourfile.Kinds() {
-		if len(KindColumns[kind]) == 0 {
-			t.Errorf("%s files have no columns in KindColumns: their Parquet would hold only the host", kind)
+		if len(schema.KindColumns[kind]) == 0 {
+			t.Errorf("%s files have no columns in schema.KindColumns: their Parquet would hold only the host", kind)
 		}
 	}
-	for kind, columns := range KindColumns {
+	for kind, columns := range schema.KindColumns {
 		fields := parquetSchema(kind).Fields()
 		want := []string{HostColumn}
 		for _, c := range columns {
@@ -101,7 +103,7 @@ func TestParquetSchemaFollowsTheCSVSchema(t *testing.T) {
 	}
 }
 
-func columnType(columns []Column, name string) string {
+func columnType(columns []schema.Column, name string) string {
 	for _, c := range columns {
 		if c.Name == name {
 			return c.Type
@@ -227,7 +229,13 @@ func asCSV(t *testing.T, v any) string {
 	return ""
 }
 
-func itoa(v int64) string { return string(appendInt(nil, v)) }
+// itoa writes v as AppendCSV writes a number: state.Unknown as an empty field.
+func itoa(v int64) string {
+	if v == state.Unknown {
+		return ""
+	}
+	return strconv.FormatInt(v, 10)
+}
 
 // TestParquetRowGroupsAreBounded checks that a long hour is written in row groups of at
 // most parquetRowGroup rows, which bound the writer's memory, and that they hold every row
@@ -235,7 +243,7 @@ func itoa(v int64) string { return string(appendInt(nil, v)) }
 func TestParquetRowGroupsAreBounded(t *testing.T) {
 	start := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	n := parquetRowGroup + parquetBatch + 7
-	csv := []byte(headerOf(TickColumns))
+	csv := []byte(schema.HeaderOf(schema.TickColumns))
 	for i := range n {
 		if i == parquetBatch/2 {
 			csv = append(csv, "not a time\n"...)
@@ -286,8 +294,8 @@ func TestParquetRowGroupsAreBounded(t *testing.T) {
 // TestParquetOfAnOlderSchema converts a CSV an older threadcap wrote, with fewer columns:
 // the columns it lacks are NULL.
 func TestParquetOfAnOlderSchema(t *testing.T) {
-	old := Columns[:5]
-	csv := headerOf(old) + "2026-11-21T05:30:00.000000-05:00,1,2,bash,'=x\n" +
+	old := schema.Columns[:5]
+	csv := schema.HeaderOf(old) + "2026-11-21T05:30:00.000000-05:00,1,2,bash,'=x\n" +
 		"2026-11-21T05:30:00.500000-05:00,9,x,bash,sh\n" + // its values before the bad tid go too
 		"2026-11-21T05:30:01.000000-05:00,1,2,bash,sh\n" +
 		"not a time,1,2,bash,sh\n" +

@@ -9,13 +9,15 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/threadcap/threadcap/output/schema"
 )
 
 func TestSetPolicyAppliesToTheNextPass(t *testing.T) {
 	dir := t.TempDir()
 	old, current := "threadcap_samples_2026-11-21T06Z.csv", "threadcap_samples_2026-11-21T11Z.csv"
 	for _, name := range []string{old, current} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(header), 0o640); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(schema.Header()), 0o640); err != nil {
 			t.Fatal(err)
 		}
 	}

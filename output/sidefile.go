@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 )
 
 // sideFile is one of the files an hour has beside its samples: the stacks its rows refer
@@ -45,7 +46,7 @@ func (sf *sideFile) open(w *Writer, hour time.Time) error {
 func (sf *sideFile) appendLines(buf []byte) error {
 	hf := sf.file
 	if hf.size == 0 {
-		buf = append([]byte(headers[sf.kind]), buf...)
+		buf = append([]byte(schema.KindHeader(sf.kind)), buf...)
 	}
 	n, err := hf.f.Write(buf)
 	if err == nil {
@@ -73,46 +74,4 @@ func (sf *sideFile) close() error {
 	f := sf.file.f
 	sf.file = nil
 	return errors.Join(f.Sync(), f.Close())
-}
-
-// writeMinute appends a minute's lines (spans, block I/O) to side file sf of the hour
-// being written, the samples file's (the sampler writes a minute at the first tick of the
-// next, before that tick's rows, so it is the minute's hour); before any rows, of the
-// minute's hour. An hour already closed, being compressed, is never opened again. Like
-// the stacks and ticks, a
-// failure is logged once an hour (what says what a reader misses) and the rows go on;
-// while rows are being dropped (disk full), so are these. The error is ErrClosed after
-// Close.
-func (w *Writer) writeMinute(sf *sideFile, minute time.Time, lines []byte, what string) error {
-	return w.writeMinuteAfter(sf, minute, lines, what, nil)
-}
-
-// writeMinuteAfter is writeMinute calling before, when not nil, with the hour the lines go
-// to, first and under the same lock: the profile's stacks go to that hour's stacks file.
-func (w *Writer) writeMinuteAfter(sf *sideFile, minute time.Time, lines []byte, what string, before func(hour time.Time)) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return ErrClosed
-	}
-	if w.paused != nil || len(lines) == 0 {
-		return nil
-	}
-	hour := minute.UTC().Truncate(time.Hour)
-	if w.file != nil {
-		hour = w.file.hour
-	}
-	if before != nil {
-		before(hour)
-	}
-	if !sf.current(hour) {
-		if err := sf.open(w, hour); err != nil {
-			sf.fail(w, err, what)
-			return nil
-		}
-	}
-	if err := sf.appendLines(lines); err != nil {
-		sf.fail(w, err, what)
-	}
-	return nil
 }

@@ -10,22 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
-
-// stacksHeader heads every stacks file (see StackColumns).
-var stacksHeader = headerOf(StackColumns)
-
-// StacksHeader is the first line of every stacks file, newline included.
-func StacksHeader() string { return stacksHeader }
-
-// AppendStackCSV appends one line of a stacks file.
-func AppendStackCSV(dst []byte, s *state.Stack) []byte {
-	dst = hourfile.AppendText(dst, s.Hash)
-	dst = hourfile.AppendText(append(dst, ','), s.Frames)
-	return append(dst, '\n')
-}
 
 // stackSet is what the current hour's stacks file holds, so that each stack is written
 // to it once and an hour's files can be read without any other hour's.
@@ -67,7 +54,7 @@ func (w *Writer) writeStackSeq(hour time.Time, seq iter.Seq[*state.Stack]) {
 		}
 		w.stacks.seen[st.Hash] = true
 		added = append(added, st.Hash)
-		buf = AppendStackCSV(buf, st)
+		buf = schema.AppendStackCSV(buf, st)
 	}
 	if len(buf) == 0 {
 		return
@@ -108,7 +95,7 @@ func stackHashes(hf *hourFile) (map[string]bool, error) {
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if hash, _, ok := strings.Cut(line, ","); ok && line+"\n" != stacksHeader {
+		if hash, _, ok := strings.Cut(line, ","); ok && line+"\n" != schema.StacksHeader() {
 			seen[hash] = true
 		}
 	}

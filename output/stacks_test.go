@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -83,7 +84,7 @@ func TestStacksFilePerHour(t *testing.T) {
 		}
 	}
 	rows := readCSV(t, filepath.Join(dir, "threadcap_samples_2026-11-21T14Z.csv"))
-	col := slices.IndexFunc(Columns, func(c Column) bool { return c.Name == "kernel_stack" })
+	col := slices.IndexFunc(schema.Columns, func(c schema.Column) bool { return c.Name == "kernel_stack" })
 	if rows[1][col] != a.Hash || rows[len(rows)-1][col] != "" {
 		t.Errorf("rows of 14Z show kernel stacks %q ... %q, want %s first and none last", rows[1][col], rows[len(rows)-1][col], a.Hash)
 	}

@@ -8,12 +8,6 @@ import (
 	"github.com/threadcap/threadcap/output/hourfile"
 )
 
-// ticksHeader heads every ticks file (see TickColumns).
-var ticksHeader = headerOf(TickColumns)
-
-// TicksHeader is the first line of every ticks file, newline included.
-func TicksHeader() string { return ticksHeader }
-
 // writeTick adds tick to the hour's ticks file, after its first batch of rows, once
 // however many batches follow. A tick whose rows were dropped (the disk is full, or the
 // hour file cannot be written) is left out with them, so that averages over the ticks

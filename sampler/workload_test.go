@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/sampler"
 	"github.com/threadcap/threadcap/sampler/procinfo"
 	"github.com/threadcap/threadcap/state"
@@ -122,12 +122,12 @@ func intoCgroup(t *testing.T, mount, root, path string, pid int) {
 // csvFields is row as written to a file and read back by a CSV reader, by column name.
 func csvFields(t *testing.T, row state.Sample) map[string]string {
 	t.Helper()
-	rec, err := csv.NewReader(bytes.NewReader(output.AppendCSV(nil, &row))).Read()
+	rec, err := csv.NewReader(bytes.NewReader(schema.AppendCSV(nil, &row))).Read()
 	if err != nil {
 		t.Fatal(err)
 	}
 	fields := map[string]string{}
-	for i, c := range output.Columns {
+	for i, c := range schema.Columns {
 		fields[c.Name] = rec[i]
 	}
 	return fields

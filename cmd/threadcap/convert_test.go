@@ -17,6 +17,7 @@ import (
 
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -28,7 +29,7 @@ func TestConvert(t *testing.T) {
 	// Schema version 1 had the first twelve columns.
 	var old bytes.Buffer
 	zw := gzip.NewWriter(&old)
-	header := strings.SplitAfterN(output.Header(), ",", 13)
+	header := strings.SplitAfterN(schema.Header(), ",", 13)
 	io.WriteString(zw, strings.TrimSuffix(strings.Join(header[:12], ""), ",")+"\n")
 	io.WriteString(zw, "2026-11-21T08:00:01.000000+00:00,1,1,init,init,root,sleeping,5,epoll_wait,5,0,0x4 0x0 0x0 0x0 0x0 0x0\n")
 	zw.Close()

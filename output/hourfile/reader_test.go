@@ -19,6 +19,7 @@ import (
 
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -27,7 +28,7 @@ import (
 func sampleCSV(t *testing.T) []byte {
 	t.Helper()
 	at := time.Date(2026, 11, 21, 14, 3, 7, 123456000, time.UTC)
-	buf := []byte(output.Header())
+	buf := []byte(schema.Header())
 	names := []string{"postgres", "=cmd()", "-bash", "'quoted", "a,b", `say "hi"`, "two\nlines", " padded ", "\x1b[31mred", "@x"}
 	for i, name := range names {
 		s := state.Sample{
@@ -37,7 +38,7 @@ func sampleCSV(t *testing.T) []byte {
 			StateTimeUs: [state.TimedStates]int64{int64(i), 2, 3, 4, 5}, Seeded: i%4 == 0,
 			Exe: "/usr/bin/" + name, Cmdline: name + " --flag", Span: "query", SpanUs: 12, SpanArg: "SELECT '" + name + "'",
 		}
-		buf = output.AppendCSV(buf, &s)
+		buf = schema.AppendCSV(buf, &s)
 	}
 	return buf
 }
@@ -170,12 +171,12 @@ func TestReaderLosesOnlyTheDamage(t *testing.T) {
 
 	// Cut short: about two thirds of each compressed file.
 	// Rows that compress to many blocks, so that a cut leaves whole ones before it.
-	long := []byte(output.Header())
+	long := []byte(schema.Header())
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for i := range 20000 {
 		s := state.Sample{Time: time.Unix(1_800_000_000+int64(i/100), 0), Pid: rnd.Int32(), Tid: rnd.Int32(),
 			Process: strconv.FormatUint(rnd.Uint64(), 36), Cmdline: strconv.FormatUint(rnd.Uint64(), 36)}
-		long = output.AppendCSV(long, &s)
+		long = schema.AppendCSV(long, &s)
 	}
 	paths := writeFormats(t, long)
 	for _, suffix := range []string{hourfile.Gzip, hourfile.Zstd} {
@@ -314,11 +315,11 @@ func TestForReadingChoosesPerHour(t *testing.T) {
 // the file has at most) and says why it stopped short when it did.
 func FuzzReaderParquet(f *testing.F) {
 	var pq bytes.Buffer
-	csv := []byte(output.Header())
+	csv := []byte(schema.Header())
 	for i := range 300 {
 		s := state.Sample{Time: time.Unix(1_800_000_000+int64(i/10), 0), Pid: int32(i), Tid: int32(i), Process: "p" + strconv.Itoa(i%7),
 			State: state.State(i % 5), Cmdline: strings.Repeat("x", i%50)}
-		csv = output.AppendCSV(csv, &s)
+		csv = schema.AppendCSV(csv, &s)
 	}
 	if _, err := output.WriteParquet(&pq, bytes.NewReader(csv), hourfile.Samples, "db-7"); err != nil {
 		f.Fatal(err)
@@ -359,11 +360,11 @@ func FuzzReaderParquet(f *testing.F) {
 // FuzzReaderCompressedCut: a compressed hour cut short anywhere gives rows that are the
 // first rows of the whole file, as written, and says why it stopped when it did.
 func FuzzReaderCompressedCut(f *testing.F) {
-	csv := []byte(output.Header())
+	csv := []byte(schema.Header())
 	for i := range 2000 {
 		s := state.Sample{Time: time.Unix(1_800_000_000+int64(i/10), 0), Pid: int32(i), Tid: int32(i * 7), Process: "p" + strconv.Itoa(i*31%97),
 			Cmdline: strconv.Itoa(i*i) + "\n" + strconv.Itoa(i)}
-		csv = output.AppendCSV(csv, &s)
+		csv = schema.AppendCSV(csv, &s)
 	}
 	paths := writeFormats(f, csv)
 	var full []string

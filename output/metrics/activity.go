@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -21,7 +21,7 @@ const Other = "other"
 const rankEvery = time.Minute
 
 // activity sums the rows' exact state times, the seconds each process's threads spent in
-// each state, and counts the rows that are active sessions (output.Session) by kind: over
+// each state, and counts the rows that are active sessions (schema.Session) by kind: over
 // the ticks, the average active threads. Only the top processes by activity have a label of their own (their series
 // start when they are chosen and end when they are not); the time of the others goes to
 // Other, so that a scrape holds at most top+1 processes, whatever runs on the machine.
@@ -54,7 +54,7 @@ func newActivityBy(top int, key func(*state.Sample) string) *activity {
 // active sessions per kind.
 type processSums struct {
 	us       [state.TimedStates]int64
-	sessions [output.SessionKinds]int64
+	sessions [schema.SessionKinds]int64
 }
 
 // add counts the time and the active sessions of one batch of a tick's rows. A seeded row
@@ -74,7 +74,7 @@ func (a *activity) add(tick time.Time, rows []state.Sample) {
 		r := &rows[i]
 		name := a.key(r)
 		sum := a.seriesOf(name)
-		if kind, ok := output.Session(r.State, r.Span != ""); ok {
+		if kind, ok := schema.Session(r.State, r.Span != ""); ok {
 			sum.sessions[kind]++
 		}
 		if r.StateTimeUs[state.OnCPU] < 0 {
@@ -143,7 +143,7 @@ func ownLabel(process string) bool { return process != "" && process != Other }
 type processSeconds struct {
 	process  string
 	seconds  [state.TimedStates]float64
-	sessions [output.SessionKinds]int64
+	sessions [schema.SessionKinds]int64
 }
 
 // snapshot returns the seconds of every named process and of Other.

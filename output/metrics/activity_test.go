@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -96,11 +96,11 @@ func TestActivityCountsActiveSessionsOnly(t *testing.T) {
 			inSpan(of("postgres", state.Dead)), of("cc1", state.Dead), // exited: no session
 		})
 	}
-	want := map[string][output.SessionKinds]int64{
-		"spin":     {output.SessionOnCPU: 10, output.SessionRunnable: 10},
-		"db":       {output.SessionUninterruptible: 10},
+	want := map[string][schema.SessionKinds]int64{
+		"spin":     {schema.SessionOnCPU: 10, schema.SessionRunnable: 10},
+		"db":       {schema.SessionUninterruptible: 10},
 		"bash":     {},
-		"postgres": {output.SessionSleepingInSpan: 10, output.SessionStoppedInSpan: 10},
+		"postgres": {schema.SessionSleepingInSpan: 10, schema.SessionStoppedInSpan: 10},
 		"cc1":      {},
 		Other:      {},
 	}

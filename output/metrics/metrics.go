@@ -17,6 +17,7 @@ import (
 	"github.com/threadcap/threadcap/bpf"
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/sampler"
 	"github.com/threadcap/threadcap/state"
 )
@@ -203,7 +204,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			counter(threadSecs, secs, p.process, state.State(st).String())
 		}
 		for kind, n := range p.sessions {
-			counter(sessions, float64(n), p.process, output.SessionName(kind))
+			counter(sessions, float64(n), p.process, schema.SessionName(kind))
 		}
 	}
 	for _, u := range m.units.snapshot() {

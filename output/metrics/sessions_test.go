@@ -12,6 +12,7 @@ import (
 
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/report"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -59,7 +60,7 @@ func TestActiveSessionsAgreeWithTheReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fromMetrics [output.SessionKinds]int64
+	var fromMetrics [schema.SessionKinds]int64
 	var total int64
 	for _, p := range a.snapshot() {
 		for k, n := range p.sessions {
@@ -70,9 +71,9 @@ func TestActiveSessionsAgreeWithTheReport(t *testing.T) {
 	if len(r.Timeline) != 1 || r.Ticks != ticks {
 		t.Fatalf("%d buckets, %d ticks; want one hour of %d ticks", len(r.Timeline), r.Ticks, ticks)
 	}
-	for k := range output.SessionKinds {
+	for k := range schema.SessionKinds {
 		if got := r.Timeline[0].Rows[k]; got != fromMetrics[k] || got == 0 {
-			t.Errorf("%s: the report counts %d active sessions, the metrics %d", output.SessionName(k), got, fromMetrics[k])
+			t.Errorf("%s: the report counts %d active sessions, the metrics %d", schema.SessionName(k), got, fromMetrics[k])
 		}
 	}
 	if total != r.Rows || report.Average(total, ticks) != report.Average(r.Rows, r.Ticks) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -148,7 +149,7 @@ func BenchmarkRecords(b *testing.B) {
 	var data []byte
 	for i := range 2000 {
 		for _, s := range busyTick(start.Add(time.Duration(i)*10*time.Millisecond), 28) {
-			data = output.AppendCSV(data, &s)
+			data = schema.AppendCSV(data, &s)
 		}
 	}
 	rows := 2000 * 28

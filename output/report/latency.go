@@ -13,8 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -86,11 +86,11 @@ func Latency(dir string, w Window) (Latencies, error) {
 			continue
 		}
 		read++
-		kind, columns, add := "spans", output.SpanColumns, func(col map[string]int, fields [][]byte) bool {
+		kind, columns, add := "spans", schema.SpanColumns, func(col map[string]int, fields [][]byte) bool {
 			return addSpanRow(spans, col, fields, w)
 		}
 		if f.Kind == hourfile.IO {
-			kind, columns, add = "io", output.IOColumns, func(col map[string]int, fields [][]byte) bool {
+			kind, columns, add = "io", schema.IOColumns, func(col map[string]int, fields [][]byte) bool {
 				return addDiskRow(disks, col, fields, w)
 			}
 		}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 )
 
 // profileMatchable are the profile files' columns a filter may name.
@@ -47,7 +47,7 @@ func FoldedProfile(dir string, q Query) (stacks []FoldedStack, damaged []FileDam
 			for i, name := range h {
 				col[string(name)] = i
 			}
-			for _, c := range output.ProfileColumns {
+			for _, c := range schema.ProfileColumns {
 				if _, ok := col[c.Name]; !ok {
 					return fmt.Errorf("not a profile file: no column %s", c.Name)
 				}

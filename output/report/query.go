@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/schema"
 )
 
 // Query is what a report asks of the files.
@@ -143,17 +143,17 @@ func (q Query) columns() []string {
 // knownColumns are the schema's column names.
 var knownColumns = func() map[string]bool {
 	m := map[string]bool{}
-	for _, c := range output.Columns {
+	for _, c := range schema.Columns {
 		m[c.Name] = true
 	}
 	return m
 }()
 
 // textColumns are the schema's VARCHAR columns, whose values may carry the leading ' that
-// output.AppendCSV adds to keep spreadsheets from running them as formulas.
+// schema.AppendCSV adds to keep spreadsheets from running them as formulas.
 var textColumns = func() map[string]bool {
 	m := map[string]bool{}
-	for _, c := range output.Columns {
+	for _, c := range schema.Columns {
 		if c.Type == "VARCHAR" {
 			m[c.Name] = true
 		}
@@ -163,8 +163,8 @@ var textColumns = func() map[string]bool {
 
 // KnownColumns lists the schema's columns, for error messages.
 func KnownColumns() string {
-	names := make([]string, len(output.Columns))
-	for i, c := range output.Columns {
+	names := make([]string, len(schema.Columns))
+	for i, c := range schema.Columns {
 		names[i] = c.Name
 	}
 	return strings.Join(names, ", ")

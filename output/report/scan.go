@@ -8,8 +8,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -24,7 +24,7 @@ type Result struct {
 	// ticks at which no thread at all had a row.
 	Ticks int64
 	// Rows counts the rows in the window that passed the filter and are active sessions
-	// (output.Session: on CPU, runnable or uninterruptible at the tick, or inside a span):
+	// (schema.Session: on CPU, runnable or uninterruptible at the tick, or inside a span):
 	// they are what the averages count.
 	Rows int64
 	// Exited counts the rows of threads that had exited by their tick: a thread shows once
@@ -77,13 +77,13 @@ type Bucket struct {
 }
 
 // timelineStates are the kinds of active session a timeline splits rows by
-// (output.SessionName's), then other: a row inside a span in a state this binary does not
+// (schema.SessionName's), then other: a row inside a span in a state this binary does not
 // know.
-var timelineStates = func() (names [output.SessionKinds + 1]string) {
-	for k := range output.SessionKinds {
-		names[k] = output.SessionName(k)
+var timelineStates = func() (names [schema.SessionKinds + 1]string) {
+	for k := range schema.SessionKinds {
+		names[k] = schema.SessionName(k)
 	}
-	names[output.SessionKinds] = "other"
+	names[schema.SessionKinds] = "other"
 	return names
 }()
 
@@ -104,9 +104,9 @@ var states = func() map[string]state.State {
 func sessionOf(st []byte, inSpan bool) (int, bool) {
 	s, known := states[string(st)]
 	if !known {
-		return output.SessionKinds, inSpan
+		return schema.SessionKinds, inSpan
 	}
-	return output.Session(s, inSpan)
+	return schema.Session(s, inSpan)
 }
 
 // TimelineStates names the entries of Bucket.Rows.
@@ -253,7 +253,7 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 	}
 	s.key = s.key[:0]
 	for i, idx := range l.by {
-		// NUL separates values: output.AppendCSV never writes one.
+		// NUL separates values: schema.AppendCSV never writes one.
 		s.key = append(append(s.key, value(fields, idx, l.byText[i])...), 0)
 	}
 	groups := s.groups

@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -190,8 +191,8 @@ func TestTimeline(t *testing.T) {
 	// The backend asleep in its span stacks as its own kind; the shell asleep outside one
 	// is not there: the stack sums to the average active threads, 2.5.
 	for _, b := range r.Timeline {
-		onCPU, inSpan, d := Average(b.Rows[output.SessionOnCPU], b.Ticks), Average(b.Rows[output.SessionSleepingInSpan], b.Ticks),
-			Average(b.Rows[output.SessionUninterruptible], b.Ticks)
+		onCPU, inSpan, d := Average(b.Rows[schema.SessionOnCPU], b.Ticks), Average(b.Rows[schema.SessionSleepingInSpan], b.Ticks),
+			Average(b.Rows[schema.SessionUninterruptible], b.Ticks)
 		if onCPU != 1 || inSpan != 1 || d != 0.5 || Average(sum(b.Rows[:]), b.Ticks) != 2.5 {
 			t.Errorf("%v: %.2f on CPU, %.2f asleep in a span, %.2f in D, %.2f in all; want 1, 1, 0.5, 2.5",
 				b.Start, onCPU, inSpan, d, Average(sum(b.Rows[:]), b.Ticks))

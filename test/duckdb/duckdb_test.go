@@ -17,6 +17,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 }
 
 // awkward are rows whose text a naive CSV writer or reader gets wrong; want is each text
-// column as DuckDB must return it (see the escaping in output.AppendCSV).
+// column as DuckDB must return it (see the escaping in schema.AppendCSV).
 var awkward = []struct {
 	s    state.Sample
 	want map[string]any
@@ -190,7 +191,7 @@ func equal(got, want any) bool {
 // readCSV is how analysts are told to load the files: every column named with its type.
 func readCSV(path string) string {
 	return "read_csv('" + path + "', header = true, delim = ',', quote = '\"', escape = '\"', " +
-		"strict_mode = true, store_rejects = true, columns = " + output.DuckDBColumns() + ")"
+		"strict_mode = true, store_rejects = true, columns = " + schema.DuckDBColumns() + ")"
 }
 
 // checkTypes checks that DuckDB gives every column the type the schema documents.
@@ -213,7 +214,7 @@ func checkTypes(t *testing.T, conn *sql.Conn, path string) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range output.Columns {
+	for _, c := range schema.Columns {
 		want = append(want, c.Name+" "+c.Type)
 	}
 	want[0] = "sample_time TIMESTAMP WITH TIME ZONE" // DuckDB's long name for TIMESTAMPTZ

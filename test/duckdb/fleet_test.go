@@ -14,6 +14,7 @@ import (
 
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -54,7 +55,7 @@ func TestParquetHourInDuckDB(t *testing.T) {
 
 	readPq := "read_parquet('" + pq + "', hive_partitioning = false)"
 	want := []string{"host VARCHAR"}
-	for _, c := range output.Columns {
+	for _, c := range schema.Columns {
 		want = append(want, c.Name+" "+strings.Replace(c.Type, "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE", 1))
 	}
 	if got := describe(t, conn, "SELECT * FROM "+readPq); !reflect.DeepEqual(got, want) {
@@ -69,7 +70,7 @@ func TestParquetHourInDuckDB(t *testing.T) {
 		if fromPq[i]["host"] != "db-1" {
 			t.Errorf("row %d: host %v", i, fromPq[i]["host"])
 		}
-		for _, c := range output.Columns {
+		for _, c := range schema.Columns {
 			want := fromCSV[i][c.Name]
 			if s, ok := want.(string); ok {
 				want = string(hourfile.Unguard([]byte(s)))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -26,11 +27,11 @@ func TestIORecipe(t *testing.T) {
 		t.Fatal("no recipe reads the io files")
 	}
 	var want []string
-	for _, c := range output.IOColumns {
+	for _, c := range schema.IOColumns {
 		want = append(want, "'"+c.Name+"':'"+c.Type+"'")
 	}
 	if compact := strings.Join(strings.Fields(r.sql), ""); !strings.Contains(compact, "columns={"+strings.Join(want, ",")+"}") {
-		t.Errorf("recipes/%s.sql's io view does not list output.IOColumns: %s", r.name, strings.Join(want, ", "))
+		t.Errorf("recipes/%s.sql's io view does not list schema.IOColumns: %s", r.name, strings.Join(want, ", "))
 	}
 
 	dir := t.TempDir()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -37,11 +38,11 @@ func TestProfileRecipe(t *testing.T) {
 		t.Fatal("no recipe reads the profile files")
 	}
 	var want []string
-	for _, c := range output.ProfileColumns {
+	for _, c := range schema.ProfileColumns {
 		want = append(want, "'"+c.Name+"':'"+c.Type+"'")
 	}
 	if compact := strings.Join(strings.Fields(r.sql), ""); !strings.Contains(compact, "columns={"+strings.Join(want, ",")+"}") {
-		t.Errorf("recipes/%s.sql's profile view does not list output.ProfileColumns: %s", r.name, strings.Join(want, ", "))
+		t.Errorf("recipes/%s.sql's profile view does not list schema.ProfileColumns: %s", r.name, strings.Join(want, ", "))
 	}
 
 	dir := t.TempDir()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 	"github.com/threadcap/threadcap/test/timetravel"
 )
@@ -111,7 +112,7 @@ func TestSamplesViewHasTheSchema(t *testing.T) {
 		t.Fatalf("recipes/%s.sql has no columns = {...}", view.name)
 	}
 	compact := func(s string) string { return strings.Join(strings.Fields(s), "") }
-	want := strings.TrimSuffix(strings.TrimPrefix(output.DuckDBColumns(), "{"), "}")
+	want := strings.TrimSuffix(strings.TrimPrefix(schema.DuckDBColumns(), "{"), "}")
 	if compact(columns) == compact(want) {
 		return
 	}
@@ -131,7 +132,7 @@ func TestSpansViewHasTheSchema(t *testing.T) {
 	_, rest, _ := strings.Cut(recipeSQL(t, "8_span_latency"), "columns = {")
 	columns, _, ok := strings.Cut(rest, "}")
 	compact := func(s string) string { return strings.Join(strings.Fields(s), "") }
-	want := strings.TrimSuffix(strings.TrimPrefix(output.DuckDBSpanColumns(), "{"), "}")
+	want := strings.TrimSuffix(strings.TrimPrefix(schema.DuckDBSpanColumns(), "{"), "}")
 	if !ok || compact(columns) != compact(want) {
 		t.Errorf("recipes/8_span_latency.sql's spans view does not list the spans file's columns:\n%s", want)
 	}

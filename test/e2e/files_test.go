@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/schema"
 )
 
 // row is one CSV row by column name.
@@ -68,7 +68,7 @@ func validRows(t *testing.T, dir string) []row {
 	}
 	var rows []row
 	for name, data := range files {
-		if !bytes.HasPrefix(data, []byte(output.Header())) {
+		if !bytes.HasPrefix(data, []byte(schema.Header())) {
 			t.Errorf("%s does not start with the header", name)
 		}
 		if len(data) > 0 && data[len(data)-1] != '\n' {
@@ -82,7 +82,7 @@ func validRows(t *testing.T, dir string) []row {
 func parseRows(t *testing.T, data []byte) []row {
 	t.Helper()
 	r := csv.NewReader(bytes.NewReader(data))
-	r.FieldsPerRecord = len(output.Columns)
+	r.FieldsPerRecord = len(schema.Columns)
 	records, err := r.ReadAll()
 	if err != nil {
 		t.Fatalf("not valid CSV: %v", err)

@@ -21,7 +21,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -72,12 +72,12 @@ func readRecording(dir string) (*recording, error) {
 		return nil, fmt.Errorf("%s holds %d samples and %d ticks files, want both", dir, len(samples), len(ticks))
 	}
 	for _, path := range samples {
-		if err := readCSV(path, output.Header(), rec.addRow); err != nil {
+		if err := readCSV(path, schema.Header(), rec.addRow); err != nil {
 			return nil, err
 		}
 	}
 	for _, path := range ticks {
-		err := readCSV(path, output.TicksHeader(), func(_ map[string]int, f []string) error {
+		err := readCSV(path, schema.TicksHeader(), func(_ map[string]int, f []string) error {
 			t, err := parseTime(f[0])
 			rec.ticks = append(rec.ticks, t)
 			return err

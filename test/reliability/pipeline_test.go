@@ -20,6 +20,7 @@ import (
 
 	"github.com/threadcap/threadcap/bpf"
 	"github.com/threadcap/threadcap/output"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/sampler"
 	"github.com/threadcap/threadcap/test/privileged"
 )
@@ -113,9 +114,9 @@ func readHours(t *testing.T, dir string) [][]string {
 			t.Fatal(err)
 		}
 		r := csv.NewReader(f)
-		r.FieldsPerRecord = len(output.Columns)
+		r.FieldsPerRecord = len(schema.Columns)
 		header, err := r.Read()
-		if err != nil || strings.Join(header, ",")+"\n" != output.Header() {
+		if err != nil || strings.Join(header, ",")+"\n" != schema.Header() {
 			t.Fatalf("%s does not start with the header: %q, %v", name, header, err)
 		}
 		for {
@@ -139,7 +140,7 @@ func readHours(t *testing.T, dir string) [][]string {
 // column is the index of a column by name.
 func column(t *testing.T, name string) int {
 	t.Helper()
-	for i, c := range output.Columns {
+	for i, c := range schema.Columns {
 		if c.Name == name {
 			return i
 		}

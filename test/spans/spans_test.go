@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/test/daemontest"
 	"github.com/threadcap/threadcap/test/pgtest"
 	"github.com/threadcap/threadcap/test/privileged"
@@ -140,8 +140,8 @@ func atoi(t *testing.T, s string) int64 {
 func checkSpansFile(t *testing.T, dir string) (queries int64) {
 	t.Helper()
 	rows := daemontest.ReadTable(t, dir, hourfile.Spans)
-	if len(rows) == 0 || len(rows[0]) != len(output.SpanColumns) {
-		t.Fatalf("spans file rows %v, want rows of %d columns", rows, len(output.SpanColumns))
+	if len(rows) == 0 || len(rows[0]) != len(schema.SpanColumns) {
+		t.Fatalf("spans file rows %v, want rows of %d columns", rows, len(schema.SpanColumns))
 	}
 	count := map[string]int64{}
 	parts := map[string][4]int64{}

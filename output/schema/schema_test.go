@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package output
+package schema
 
 import (
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/threadcap/threadcap/output/hourfile"
 )
 
 func TestColumnsAreDocumented(t *testing.T) {
 	snake := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
-	types := map[string]bool{typeBigint: true, typeInteger: true, typeVarchar: true, typeTimestampTZ: true, typeBoolean: true}
+	types := map[string]bool{TypeBigint: true, TypeInteger: true, TypeVarchar: true, TypeTimestampTZ: true, TypeBoolean: true}
 	seen := map[string]bool{}
 	for _, c := range Columns {
 		if !snake.MatchString(c.Name) {
@@ -76,14 +78,14 @@ func TestDuckDBColumns(t *testing.T) {
 // TestReadmeColumnsMatchSchema keeps the README's column tables, which users read, equal to
 // the schema the writer uses: the samples' and the io files'.
 func TestReadmeColumnsMatchSchema(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ section, table, name string }{
-		{"columns", MarkdownTable(), "output.MarkdownTable()"},
-		{"io-columns", IOMarkdownTable(), "output.IOMarkdownTable()"},
-		{"profile-columns", ProfileMarkdownTable(), "output.ProfileMarkdownTable()"},
+		{"columns", MarkdownTable(), "schema.MarkdownTable()"},
+		{"io-columns", IOMarkdownTable(), "schema.IOMarkdownTable()"},
+		{"profile-columns", ProfileMarkdownTable(), "schema.ProfileMarkdownTable()"},
 	} {
 		begin, end := "<!-- "+tc.section+":begin", "<!-- "+tc.section+":end -->"
 		text := string(readme)
@@ -95,6 +97,15 @@ func TestReadmeColumnsMatchSchema(t *testing.T) {
 		got := strings.TrimSpace(section[strings.Index(section, "\n")+1:])
 		if want := strings.TrimSpace(tc.table); got != want {
 			t.Errorf("README.md's %s table differs from %s; paste:\n%s", tc.section, tc.name, want)
+		}
+	}
+}
+
+// TestEveryKindHasAHeader keeps a new kind of hour file from being written headerless.
+func TestEveryKindHasAHeader(t *testing.T) {
+	for _, k := range hourfile.Kinds() {
+		if KindHeader(k) == "" {
+			t.Errorf("no header for %sfiles", k.Prefix())
 		}
 	}
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package output
+package schema
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/internal/rowtest"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -37,7 +37,13 @@ func unguard(v string) string {
 	return strings.TrimPrefix(v, "'")
 }
 
-var tick = time.Date(2026, 11, 21, 13, 3, 7, 123456789, time.UTC)
+func TestMain(m *testing.M) { rowtest.Main(m) }
+
+// tick and mysqlRow are rowtest's.
+var (
+	tick     = rowtest.Tick
+	mysqlRow = rowtest.MysqlRow
+)
 
 func TestAppendCSVText(t *testing.T) {
 	tests := []struct {

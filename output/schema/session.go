@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package output
+package schema
 
 import "github.com/threadcap/threadcap/state"
 
