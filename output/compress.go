@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/outdir"
 )
 
 // compressHour replaces a closed hour's .csv with its compressed copy. The copy is written
@@ -43,7 +44,7 @@ func (w *Writer) compressHour(ctx context.Context, h hourEntry) {
 		log.WithError(err).Error("removing compressed hour file failed")
 		return
 	}
-	if err := syncDir(w.cfg.Dir); err != nil {
+	if err := outdir.SyncDir(w.cfg.Dir); err != nil {
 		log.WithError(err).Error("syncing output dir failed")
 		return
 	}
@@ -73,14 +74,14 @@ func (w *Writer) compressFile(ctx context.Context, src, dst string) (err error) 
 			os.Remove(tmp)
 		}
 	}()
-	if err := setOwnership(out, w.cfg.FileMode, w.gid); err != nil {
+	if err := outdir.SetOwnership(out, w.cfg.FileMode, w.gid); err != nil {
 		return err
 	}
 	enc, err := w.newEncoder(out, filepath.Base(src))
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(enc, contextReader{ctx, in}); err != nil {
+	if _, err := io.Copy(enc, outdir.ContextReader(ctx, in)); err != nil {
 		enc.Close()
 		return err
 	}
@@ -96,7 +97,7 @@ func (w *Writer) compressFile(ctx context.Context, src, dst string) (err error) 
 	if err := os.Rename(tmp, dst); err != nil {
 		return err
 	}
-	return syncDir(w.cfg.Dir)
+	return outdir.SyncDir(w.cfg.Dir)
 }
 
 // newEncoder compresses on the calling goroutine only: zstd's default of one goroutine per
@@ -108,17 +109,4 @@ func (w *Writer) newEncoder(out io.Writer, name string) (io.WriteCloser, error) 
 	gz := gzip.NewWriter(out)
 	gz.Name = name // what gunzip -N restores
 	return gz, nil
-}
-
-// contextReader lets Close abandon a compression between reads.
-type contextReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c contextReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/outdir"
+	"github.com/threadcap/threadcap/output/parquet"
 )
 
 // Compression formats for closed hours.
@@ -33,8 +35,8 @@ const (
 
 // Defaults for the zero values of Config.
 const (
-	DefaultFileMode os.FileMode = 0o640
-	DefaultDirMode  os.FileMode = 0o750
+	DefaultFileMode = outdir.DefaultFileMode
+	DefaultDirMode  = outdir.DefaultDirMode
 )
 
 // Config says where and how the Writer keeps its files. The zero value of every field but
@@ -202,10 +204,10 @@ func (c Config) HostName() (string, error) {
 
 // FileOptions are the permissions c gives files and folders, for a conversion outside a
 // Writer.
-func (c Config) FileOptions() (FileOptions, error) {
+func (c Config) FileOptions() (parquet.FileOptions, error) {
 	c = c.withDefaults()
 	gid, err := LookupGroup(c.Group)
-	return FileOptions{FileMode: c.FileMode, DirMode: c.DirMode, GID: gid}, err
+	return parquet.FileOptions{FileMode: c.FileMode, DirMode: c.DirMode, GID: gid}, err
 }
 
 // hostName is the host for Parquet files when none is configured.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/outdir"
 	"github.com/threadcap/threadcap/output/schema"
 )
 
@@ -81,11 +82,11 @@ func createHourFile(dir, path string, hour time.Time, mode os.FileMode, gid int)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
-	if err := setOwnership(f, mode, gid); err != nil {
+	if err := outdir.SetOwnership(f, mode, gid); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := outdir.SyncDir(dir); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -176,30 +177,4 @@ func completeRows(f *os.File, header string) (size, end int64, known bool, err e
 			return size, end, true, err
 		}
 	}
-}
-
-// setOwnership applies the configured mode, which the umask may have narrowed, and group.
-func setOwnership(f *os.File, mode os.FileMode, gid int) error {
-	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("setting mode %#o: %w", uint32(mode), err)
-	}
-	if gid >= 0 {
-		if err := f.Chown(-1, gid); err != nil {
-			return fmt.Errorf("setting group %d: %w", gid, err)
-		}
-	}
-	return nil
-}
-
-// syncDir makes a create, rename or remove in dir survive a power loss.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("opening %s to sync it: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, err)
-	}
-	return nil
 }

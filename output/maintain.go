@@ -4,6 +4,7 @@ package output
 
 import (
 	"context"
+	"errors"
 	"os"
 	"runtime"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/parquet"
 )
 
 // Linux I/O priority for ioprio_set(2); x/sys/unix does not define these.
@@ -111,6 +113,29 @@ func (w *Writer) closeHour(ctx context.Context, h hourEntry) {
 	case w.cfg.Compress != CompressNone:
 		w.compressHour(ctx, h)
 	}
+}
+
+// parquetHour writes a closed hour as Parquet, and reports whether its Parquet file is
+// whole on disk, so that its CSV may go.
+func (w *Writer) parquetHour(ctx context.Context, h hourEntry) bool {
+	log := w.log.WithField(fieldFile, h.Path)
+	dst, st, err := parquet.ConvertHour(ctx, w.cfg.Dir, h.File, w.cfg.Host,
+		parquet.FileOptions{FileMode: w.cfg.FileMode, DirMode: w.cfg.DirMode, GID: w.gid})
+	switch {
+	case errors.Is(err, parquet.ErrExists):
+		// Written by a pass that stopped before its CSV went.
+		return true
+	case err != nil:
+		if ctx.Err() == nil {
+			log.WithError(err).Error("writing the hour as Parquet failed; will retry at the next hour")
+		}
+		return false
+	}
+	if st.Malformed > 0 {
+		log.WithField(fieldDropped, st.Malformed).Warn("rows of the hour that are not valid CSV were left out of its Parquet file")
+	}
+	log.WithField(fieldParquet, dst).WithField(fieldRows, st.Rows).Info("wrote hour as Parquet")
+	return true
 }
 
 // maintain compresses every closed hour, or writes it as Parquet, then applies retention. Files of the current

@@ -3,114 +3,20 @@
 package output
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/threadcap/threadcap/output/hourfile"
-	"github.com/threadcap/threadcap/output/schema"
+	"github.com/threadcap/threadcap/output/internal/rowtest"
 	"github.com/threadcap/threadcap/state"
 )
-
-// readParquet reads a Parquet file back: its column names, and its rows as values by
-// column name (nil for NULL; int64, int32, bool or string otherwise).
-func readParquet(t testing.TB, path string) ([]string, []map[string]any) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := parquet.OpenFile(f, fi.Size())
-	if err != nil {
-		t.Fatalf("%s is not a Parquet file: %v", path, err)
-	}
-	var names []string
-	for _, field := range pf.Schema().Fields() {
-		names = append(names, field.Name())
-	}
-	r := parquet.NewReader(pf)
-	defer r.Close()
-	var out []map[string]any
-	buf := make([]parquet.Row, 64)
-	for {
-		n, err := r.ReadRows(buf)
-		for _, row := range buf[:n] {
-			m := map[string]any{}
-			for _, v := range row {
-				name := names[v.Column()]
-				switch {
-				case v.IsNull():
-					m[name] = nil
-				case v.Kind() == parquet.Int64:
-					m[name] = v.Int64()
-				case v.Kind() == parquet.Int32:
-					m[name] = v.Int32()
-				case v.Kind() == parquet.Boolean:
-					m[name] = v.Boolean()
-				default:
-					m[name] = string(v.ByteArray())
-				}
-			}
-			out = append(out, m)
-		}
-		if errors.Is(err, io.EOF) {
-			return names, out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func TestParquetSchemaFollowsTheCSVSchema(t *testing.T) {
-	for _, kind := range hourfile.Kinds() {
-		if len(schema.KindColumns[kind]) == 0 {
-			t.Errorf("%s files have no columns in schema.KindColumns: their Parquet would hold only the host", kind)
-		}
-	}
-	for kind, columns := range schema.KindColumns {
-		fields := parquetSchema(kind).Fields()
-		want := []string{HostColumn}
-		for _, c := range columns {
-			want = append(want, c.Name)
-		}
-		var got []string
-		for _, f := range fields {
-			got = append(got, f.Name())
-			if parquetNodes[columnType(columns, f.Name())] == nil && f.Name() != HostColumn {
-				t.Errorf("%s: column %s has a type with no Parquet type", kind, f.Name())
-			}
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s file's Parquet columns %v, want %v", kind, got, want)
-		}
-	}
-}
-
-func columnType(columns []schema.Column, name string) string {
-	for _, c := range columns {
-		if c.Name == name {
-			return c.Type
-		}
-	}
-	return ""
-}
 
 // TestClosedHoursAsParquet checks what each format keeps of closed hours, and that the
 // Parquet files hold the CSV's rows, values and all.
@@ -173,16 +79,16 @@ func TestClosedHoursAsParquet(t *testing.T) {
 				t.Error("the current hour was written as Parquet")
 			}
 
-			names, rows := readParquet(t, filepath.Join(dir, hourfile.Samples.ParquetPath(first, "db-7.example")))
+			names, rows := rowtest.ReadParquet(t, filepath.Join(dir, hourfile.Samples.ParquetPath(first, "db-7.example")))
 			if len(rows) != len(csvRows)-1 {
 				t.Fatalf("%d Parquet rows, want the CSV's %d", len(rows), len(csvRows)-1)
 			}
-			if names[0] != HostColumn || !reflect.DeepEqual(names[1:], csvRows[0]) {
+			if names[0] != hourfile.HostColumn || !reflect.DeepEqual(names[1:], csvRows[0]) {
 				t.Errorf("Parquet columns %v, want host and the CSV's %v", names, csvRows[0])
 			}
 			for i, row := range rows {
-				if row[HostColumn] != "db-7.example" {
-					t.Errorf("row %d: host %v", i, row[HostColumn])
+				if row[hourfile.HostColumn] != "db-7.example" {
+					t.Errorf("row %d: host %v", i, row[hourfile.HostColumn])
 				}
 				for j, name := range csvRows[0] {
 					if got, want := asCSV(t, row[name]), string(hourfile.Unguard([]byte(csvRows[i+1][j]))); got != want {
@@ -196,7 +102,7 @@ func TestClosedHoursAsParquet(t *testing.T) {
 			if rows[1]["state_us"] != nil || rows[1]["cpu"] != nil || rows[1]["seeded"] != true {
 				t.Errorf("unknown values came back as %v, %v; seeded %v", rows[1]["state_us"], rows[1]["cpu"], rows[1]["seeded"])
 			}
-			_, stacks := readParquet(t, filepath.Join(dir, hourfile.Stacks.ParquetPath(first, "db-7.example")))
+			_, stacks := rowtest.ReadParquet(t, filepath.Join(dir, hourfile.Stacks.ParquetPath(first, "db-7.example")))
 			if len(stacks) != 1 || stacks[0]["hash"] != "k1" || stacks[0]["frames"] != "entry;do_sys;io_schedule" {
 				t.Errorf("stacks %v", stacks)
 			}
@@ -235,92 +141,6 @@ func itoa(v int64) string {
 		return ""
 	}
 	return strconv.FormatInt(v, 10)
-}
-
-// TestParquetRowGroupsAreBounded checks that a long hour is written in row groups of at
-// most parquetRowGroup rows, which bound the writer's memory, and that they hold every row
-// in order, malformed ones left out.
-func TestParquetRowGroupsAreBounded(t *testing.T) {
-	start := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	n := parquetRowGroup + parquetBatch + 7
-	csv := []byte(schema.HeaderOf(schema.TickColumns))
-	for i := range n {
-		if i == parquetBatch/2 {
-			csv = append(csv, "not a time\n"...)
-		}
-		csv = start.Add(time.Duration(i)*time.Millisecond).AppendFormat(csv, hourfile.TimeLayout)
-		csv = append(csv, '\n')
-	}
-	path := filepath.Join(t.TempDir(), "ticks.parquet")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := WriteParquet(f, bytes.NewReader(csv), hourfile.Ticks, "h1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Rows != int64(n) || st.Malformed != 1 {
-		t.Errorf("stats %+v, want %d rows and 1 malformed", st, n)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := parquet.OpenFile(f, fi.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pf.RowGroups()) != 2 {
-		t.Errorf("%d row groups, want 2", len(pf.RowGroups()))
-	}
-	for i, rg := range pf.RowGroups() {
-		if rg.NumRows() > parquetRowGroup {
-			t.Errorf("row group %d has %d rows, more than %d", i, rg.NumRows(), parquetRowGroup)
-		}
-	}
-	_, rows := readParquet(t, path)
-	if len(rows) != n {
-		t.Fatalf("%d rows read back, want %d", len(rows), n)
-	}
-	for i, row := range rows {
-		if want := start.Add(time.Duration(i) * time.Millisecond).UnixMicro(); row["sample_time"] != want || row[HostColumn] != "h1" {
-			t.Fatalf("row %d is %v, want sample_time %d and host h1", i, row, want)
-		}
-	}
-}
-
-// TestParquetOfAnOlderSchema converts a CSV an older threadcap wrote, with fewer columns:
-// the columns it lacks are NULL.
-func TestParquetOfAnOlderSchema(t *testing.T) {
-	old := schema.Columns[:5]
-	csv := schema.HeaderOf(old) + "2026-11-21T05:30:00.000000-05:00,1,2,bash,'=x\n" +
-		"2026-11-21T05:30:00.500000-05:00,9,x,bash,sh\n" + // its values before the bad tid go too
-		"2026-11-21T05:30:01.000000-05:00,1,2,bash,sh\n" +
-		"not a time,1,2,bash,sh\n" +
-		"2026-11-21T05:30:02.000000-05:00,1,2"
-	var out bytes.Buffer
-	st, err := WriteParquet(&out, strings.NewReader(csv), hourfile.Samples, "h1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Rows != 2 || st.Malformed != 3 {
-		t.Errorf("stats %+v, want 2 rows and 3 malformed (a bad tid, a bad time, a cut last row)", st)
-	}
-	path := filepath.Join(t.TempDir(), "x.parquet")
-	if err := os.WriteFile(path, out.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, rows := readParquet(t, path)
-	if len(rows) != 2 || rows[0]["thread"] != "=x" || rows[0]["state"] != nil || rows[1]["user_stack"] != nil ||
-		rows[0]["sample_time"] != time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC).UnixMicro() ||
-		rows[1]["sample_time"] != time.Date(2026, 11, 21, 10, 30, 1, 0, time.UTC).UnixMicro() || rows[1]["pid"] != int32(1) {
-		t.Errorf("rows %v", rows)
-	}
-	if _, err := WriteParquet(io.Discard, strings.NewReader("sample_time,mystery\n"), hourfile.Samples, "h1"); err == nil {
-		t.Error("a header with a column the schema lacks was converted")
-	}
 }
 
 // TestRetentionDeletesParquetHours checks that max age covers the Parquet tree too, and

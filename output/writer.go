@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/outdir"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -97,7 +98,7 @@ func New(cfg Config) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := prepareDir(cfg.Dir, cfg.DirMode, gid); err != nil {
+	if err := outdir.Prepare(cfg.Dir, cfg.DirMode, gid); err != nil {
 		return nil, err
 	}
 	lock, err := lockDir(cfg.Dir)
@@ -116,24 +117,6 @@ func New(cfg Config) (*Writer, error) {
 	go w.runMaintenance(ctx)
 	w.kickMaintenance()
 	return w, nil
-}
-
-// prepareDir creates dir with mode if it is missing; an existing dir keeps the mode an
-// administrator gave it.
-func prepareDir(dir string, mode os.FileMode, gid int) error {
-	if err := os.Mkdir(dir, mode); err == nil {
-		if err := os.Chmod(dir, mode); err != nil {
-			return fmt.Errorf("setting mode of %s: %w", dir, err)
-		}
-	} else if !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("creating output dir: %w", err)
-	}
-	if gid >= 0 {
-		if err := os.Chown(dir, -1, gid); err != nil {
-			return fmt.Errorf("setting group of %s: %w", dir, err)
-		}
-	}
-	return nil
 }
 
 // lockDir stops a second threadcap from appending to the same files, which would interleave
@@ -292,7 +275,7 @@ func (w *Writer) recreateDir() error {
 	if _, err := os.Stat(w.cfg.Dir); !errors.Is(err, os.ErrNotExist) {
 		return nil // something else in the path is missing; the open error says what
 	}
-	if err := prepareDir(w.cfg.Dir, w.cfg.DirMode, w.gid); err != nil {
+	if err := outdir.Prepare(w.cfg.Dir, w.cfg.DirMode, w.gid); err != nil {
 		return err
 	}
 	lock, err := lockDir(w.cfg.Dir)

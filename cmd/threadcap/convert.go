@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/threadcap/threadcap/configs/config"
-	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/parquet"
 )
 
 // convertConfig is everything `threadcap convert` is told.
@@ -24,7 +24,7 @@ type convertConfig struct {
 	Out  string // the directory whose Parquet tree receives them
 	Host string
 	// Files are the permissions of what is created.
-	Files output.FileOptions
+	Files parquet.FileOptions
 }
 
 func convertCommand(args []string) int {
@@ -98,9 +98,9 @@ func runConvert(ctx context.Context, cfg convertConfig, now time.Time, out io.Wr
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		dst, st, err := output.ConvertHour(ctx, cfg.Out, f, cfg.Host, cfg.Files)
+		dst, st, err := parquet.ConvertHour(ctx, cfg.Out, f, cfg.Host, cfg.Files)
 		switch {
-		case errors.Is(err, output.ErrParquetExists):
+		case errors.Is(err, parquet.ErrExists):
 			skipped++
 		case err != nil:
 			failed++

@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
+	parquetgo "github.com/parquet-go/parquet-go"
 
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/parquet"
 	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
@@ -52,7 +53,7 @@ func TestConvert(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cfg := convertConfig{Dir: dir, Out: dir, Host: "h1", Files: output.FileOptions{GID: -1}}
+	cfg := convertConfig{Dir: dir, Out: dir, Host: "h1", Files: parquet.FileOptions{GID: -1}}
 	var out strings.Builder
 	if err := runConvert(context.Background(), cfg, now, &out); err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func parquetRows(t *testing.T, path string) int64 {
 	}
 	defer f.Close()
 	fi, _ := f.Stat()
-	pf, err := parquet.OpenFile(f, fi.Size())
+	pf, err := parquetgo.OpenFile(f, fi.Size())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/parquet"
 	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
@@ -58,7 +58,7 @@ func writeFormats(t testing.TB, csv []byte) map[string]string {
 		paths[suffix] = path
 	}
 	var pq bytes.Buffer
-	if _, err := output.WriteParquet(&pq, bytes.NewReader(csv), hourfile.Samples, "db-7"); err != nil {
+	if _, err := parquet.Write(&pq, bytes.NewReader(csv), hourfile.Samples, "db-7"); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, filepath.FromSlash(hourfile.Samples.ParquetPath(hour, "db-7")))
@@ -321,7 +321,7 @@ func FuzzReaderParquet(f *testing.F) {
 			State: state.State(i % 5), Cmdline: strings.Repeat("x", i%50)}
 		csv = schema.AppendCSV(csv, &s)
 	}
-	if _, err := output.WriteParquet(&pq, bytes.NewReader(csv), hourfile.Samples, "db-7"); err != nil {
+	if _, err := parquet.Write(&pq, bytes.NewReader(csv), hourfile.Samples, "db-7"); err != nil {
 		f.Fatal(err)
 	}
 	whole := pq.Bytes()

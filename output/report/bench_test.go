@@ -22,6 +22,7 @@ import (
 
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/parquet"
 	"github.com/threadcap/threadcap/output/schema"
 	"github.com/threadcap/threadcap/state"
 )
@@ -219,7 +220,7 @@ func BenchmarkConvertHour(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		out := b.TempDir()
-		dst, st, err := output.ConvertHour(context.Background(), out, src, "db-7", output.FileOptions{GID: -1})
+		dst, st, err := parquet.ConvertHour(context.Background(), out, src, "db-7", parquet.FileOptions{GID: -1})
 		if err != nil || st.Rows != int64(n) {
 			b.Fatalf("converted %d rows of %d: %v", st.Rows, n, err)
 		}

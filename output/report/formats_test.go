@@ -19,6 +19,7 @@ import (
 
 	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/parquet"
 	"github.com/threadcap/threadcap/state"
 )
 
@@ -144,7 +145,7 @@ func TestParquetHoursReadAsTheirCSV(t *testing.T) {
 		if !f.Readable() || f.Hour.After(start.Add(-time.Hour)) {
 			continue
 		}
-		if _, _, err := output.ConvertHour(context.Background(), dir, f, "db-7", output.FileOptions{GID: -1}); err != nil {
+		if _, _, err := parquet.ConvertHour(context.Background(), dir, f, "db-7", parquet.FileOptions{GID: -1}); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Remove(f.Path); err != nil {

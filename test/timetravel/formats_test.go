@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadcap/threadcap/output"
 	"github.com/threadcap/threadcap/output/hourfile"
+	"github.com/threadcap/threadcap/output/parquet"
 )
 
 // checkParquet converts a copy of the recording to Parquet, every hour of every kind, as
@@ -33,7 +33,7 @@ func checkParquet(t *testing.T, rec *Recording) {
 		if !f.Readable() {
 			continue
 		}
-		if _, st, err := output.ConvertHour(context.Background(), dir, f, "recording", output.FileOptions{GID: -1}); err != nil || st.Malformed != 0 {
+		if _, st, err := parquet.ConvertHour(context.Background(), dir, f, "recording", parquet.FileOptions{GID: -1}); err != nil || st.Malformed != 0 {
 			t.Fatalf("converting %s: %v (%d malformed rows)", f.Path, err, st.Malformed)
 		}
 		if err := os.Remove(f.Path); err != nil {

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package output
+// Package parquet writes threadcap's hour files as Parquet: a CSV hour of any schema
+// version, read by its header, into the kind's Parquet schema (derived from
+// output/schema's columns), and a closed hour into its place in the Parquet tree.
+package parquet
 
 import (
 	"errors"
@@ -73,21 +76,21 @@ var schemas = func() map[hourfile.Kind]*parquet.Schema {
 	return m
 }()
 
-// ParquetStats says what writing a Parquet file found.
-type ParquetStats struct {
+// Stats says what writing a Parquet file found.
+type Stats struct {
 	Rows int64
 	// Malformed counts records of the CSV skipped because they are not valid CSV, have the
 	// wrong number of fields, or an unreadable time or number; a last row cut short counts.
 	Malformed int64
 }
 
-// WriteParquet writes a kind's CSV hour file, read from in (decompressed), as Parquet to out,
+// Write writes a kind's CSV hour file, read from in (decompressed), as Parquet to out,
 // with host in every row. The CSV may be of any earlier schema version: its columns are found
 // by its header's names, and the columns it lacks are NULL. Text loses the guard that the CSV
 // gives it against spreadsheet formulas (hourfile.Unguard), as the Parquet file holds values,
 // not text to open.
-func WriteParquet(out io.Writer, in io.Reader, kind hourfile.Kind, host string) (ParquetStats, error) {
-	var st ParquetStats
+func Write(out io.Writer, in io.Reader, kind hourfile.Kind, host string) (Stats, error) {
+	var st Stats
 	rr := hourfile.NewRecordReader(in)
 	head, err := rr.Read()
 	if errors.Is(err, io.EOF) {
