@@ -12,6 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/threadcap/threadcap/output/compress"
 	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/output/outdir"
 	"github.com/threadcap/threadcap/output/parquet"
@@ -19,9 +20,9 @@ import (
 
 // Compression formats for closed hours.
 const (
-	CompressGzip = "gzip" // the default: zgrep, zcat and DuckDB read it as is
-	CompressZstd = "zstd" // smaller and faster; needs zstdgrep or zstdcat
-	CompressNone = "none"
+	CompressGzip = compress.Gzip // the default
+	CompressZstd = compress.Zstd
+	CompressNone = compress.None
 )
 
 // Formats of closed hours. The current hour is always CSV: it is appended to at each tick,

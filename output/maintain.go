@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/threadcap/threadcap/output/compress"
 	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/output/parquet"
 )
@@ -111,7 +112,7 @@ func (w *Writer) closeHour(ctx context.Context, h hourEntry) {
 			w.log.WithField(fieldFile, h.Path).WithError(err).Error("removing the CSV of an hour kept as Parquet failed")
 		}
 	case w.cfg.Compress != CompressNone:
-		w.compressHour(ctx, h)
+		compress.Hour(ctx, w.cfg.Dir, h.File, h.size, compress.Options{Format: w.cfg.Compress, FileMode: w.cfg.FileMode, GID: w.gid, Log: w.log})
 	}
 }
 

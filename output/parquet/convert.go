@@ -52,7 +52,7 @@ func ConvertHour(ctx context.Context, dir string, src hourfile.File, host string
 	return dst, st, nil
 }
 
-// writeParquetFile converts src to dst atomically, as the Writer compresses an hour.
+// writeParquetFile converts src to dst atomically, as compress.Hour compresses an hour.
 func writeParquetFile(ctx context.Context, src hourfile.File, dst, host string, opt FileOptions) (st Stats, err error) {
 	in, err := hourfile.Open(src.Path)
 	if err != nil {
