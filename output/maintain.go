@@ -15,6 +15,7 @@ import (
 	"github.com/threadcap/threadcap/output/compress"
 	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/output/parquet"
+	"github.com/threadcap/threadcap/output/retention"
 )
 
 // Linux I/O priority for ioprio_set(2); x/sys/unix does not define these.
@@ -76,25 +77,19 @@ func (w *Writer) currentHour() time.Time {
 	return w.hour
 }
 
-// hourEntry is one of threadcap's files in the directory.
-type hourEntry struct {
-	hourfile.File
-	size int64
-}
-
 // listHours lists threadcap's files, oldest hour first.
-func (w *Writer) listHours() ([]hourEntry, error) {
+func (w *Writer) listHours() ([]retention.Hour, error) {
 	files, err := hourfile.List(w.cfg.Dir)
 	if err != nil {
 		return nil, err
 	}
-	hours := make([]hourEntry, 0, len(files))
+	hours := make([]retention.Hour, 0, len(files))
 	for _, f := range files {
 		fi, err := os.Lstat(f.Path)
 		if err != nil {
 			continue // removed since it was listed
 		}
-		hours = append(hours, hourEntry{File: f, size: fi.Size()})
+		hours = append(hours, retention.Hour{File: f, Size: fi.Size()})
 	}
 	return hours, nil
 }
@@ -102,7 +97,7 @@ func (w *Writer) listHours() ([]hourEntry, error) {
 // closeHour turns a closed hour's .csv into what the format keeps: Parquet, a compressed
 // CSV, or both. The CSV goes only once what replaces it is whole on disk; a failure leaves it
 // for the next pass to try again.
-func (w *Writer) closeHour(ctx context.Context, h hourEntry) {
+func (w *Writer) closeHour(ctx context.Context, h retention.Hour) {
 	if w.cfg.Format != FormatCSV && !w.parquetHour(ctx, h) {
 		return
 	}
@@ -112,13 +107,13 @@ func (w *Writer) closeHour(ctx context.Context, h hourEntry) {
 			w.log.WithField(fieldFile, h.Path).WithError(err).Error("removing the CSV of an hour kept as Parquet failed")
 		}
 	case w.cfg.Compress != CompressNone:
-		compress.Hour(ctx, w.cfg.Dir, h.File, h.size, compress.Options{Format: w.cfg.Compress, FileMode: w.cfg.FileMode, GID: w.gid, Log: w.log})
+		compress.Hour(ctx, w.cfg.Dir, h.File, h.Size, compress.Options{Format: w.cfg.Compress, FileMode: w.cfg.FileMode, GID: w.gid, Log: w.log})
 	}
 }
 
 // parquetHour writes a closed hour as Parquet, and reports whether its Parquet file is
 // whole on disk, so that its CSV may go.
-func (w *Writer) parquetHour(ctx context.Context, h hourEntry) bool {
+func (w *Writer) parquetHour(ctx context.Context, h retention.Hour) bool {
 	log := w.log.WithField(fieldFile, h.Path)
 	dst, st, err := parquet.ConvertHour(ctx, w.cfg.Dir, h.File, w.cfg.Host,
 		parquet.FileOptions{FileMode: w.cfg.FileMode, DirMode: w.cfg.DirMode, GID: w.gid})
@@ -163,53 +158,7 @@ func (w *Writer) maintain(ctx context.Context) {
 		w.log.WithError(err).Error("listing output dir failed")
 		return
 	}
-	w.applyRetention(hours, current)
-}
-
-// applyRetention deletes closed hours past MaxAge, then the oldest closed hours while all
-// files together exceed MaxBytes.
-func (w *Writer) applyRetention(hours []hourEntry, current time.Time) {
-	var total int64
-	for _, h := range hours {
-		if !strings.HasSuffix(h.Suffix, hourfile.Tmp) {
-			total += h.size
-		}
-	}
-	cutoff := w.cfg.Clock().Add(-w.cfg.MaxAge)
-	var held int
-	defer func() {
-		if held > 0 {
-			w.log.WithField(fieldHeld, held).Info("kept hour files past retention until they are shipped")
-		}
-	}()
-	for _, h := range hours {
-		if !h.Hour.Before(current) || strings.HasSuffix(h.Suffix, hourfile.Tmp) {
-			continue
-		}
-		var reason string
-		switch {
-		case w.cfg.MaxAge > 0 && !h.Hour.Add(time.Hour).After(cutoff):
-			reason = "older than max age"
-		case w.cfg.MaxBytes > 0 && total > w.cfg.MaxBytes:
-			reason = "files exceed max bytes"
-		default:
-			continue
-		}
-		if w.cfg.Hold != nil && w.cfg.Hold(h.File) {
-			held++
-			continue
-		}
-		path := h.Path
-		if err := os.Remove(path); err != nil {
-			w.log.WithField(fieldFile, path).WithError(err).Error("deleting old hour file failed")
-			continue
-		}
-		if h.Host != "" {
-			hourfile.RemoveEmptyParquetDirs(w.cfg.Dir, path)
-		}
-		total -= h.size
-		w.log.WithField(fieldFile, path).WithField(fieldReason, reason).Info("deleted old hour file")
-	}
+	retention.Apply(w.log, w.cfg.Dir, hours, current, w.cfg.Clock(), retention.Policy{MaxAge: w.cfg.MaxAge, MaxBytes: w.cfg.MaxBytes, Hold: w.cfg.Hold})
 }
 
 // removeStaleTmp removes half-written compressed files a previous run left; their hours are

@@ -34,7 +34,6 @@ const (
 	fieldAside     = "moved_to"
 	fieldParquet   = "parquet"
 	fieldRows      = "rows"
-	fieldHeld      = "held"
 )
 
 // ErrClosed is returned by Write after Close.
