@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package output writes samples to hourly CSV files: one file per UTC hour, appended to as
-// ticks come in, compressed once the hour is over and deleted by age and total size.
+// ticks come in, compressed once the hour is over and deleted by age and total size. The
+// Writer owns the hour files' lifecycle, the side files beside them and the pause while
+// they cannot be written; its maintenance pass hands closed hours to output/compress,
+// output/parquet and output/retention. The rows' columns are output/schema's.
 package output
 
 import (
