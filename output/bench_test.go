@@ -8,10 +8,7 @@ import "testing"
 // included, on one goroutine.
 func BenchmarkWriter(b *testing.B) {
 	cfg, _, _ := testConfig(b.TempDir(), tick)
-	w, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	w := newWriter(b, cfg)
 	defer w.Close()
 	rows := mysqlRows(tick, 1000, 1000)
 	b.ReportAllocs()

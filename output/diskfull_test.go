@@ -58,10 +58,7 @@ func TestDiskFull(t *testing.T) {
 			hour := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
 			cfg, clock, hook := testConfig(dir, hour)
 			cfg.MinFreeBytes = tt.minFreeBytes
-			w, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := newWriter(t, cfg)
 			defer w.Close()
 
 			f := newTickFeeder(t, w, clock, hour)

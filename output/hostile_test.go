@@ -53,16 +53,11 @@ func TestPlantedHourFileIsNotFollowed(t *testing.T) {
 			before, _ := os.ReadFile(outside)
 
 			cfg, _, hook := testConfig(dir, hour)
-			w, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := newWriter(t, cfg)
 			if err := w.Write(hour, mysqlRows(hour, 1, 3)); err != nil {
 				t.Fatalf("Write: %v", err)
 			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			closeWriter(t, w)
 			after, _ := os.ReadFile(outside)
 			if string(after) != string(before) {
 				t.Errorf("the file outside the directory changed: %q, was %q", after, before)
@@ -98,10 +93,7 @@ func TestPlantedTmpFileIsNotFollowed(t *testing.T) {
 	hour := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
 	cfg, clock, _ := testConfig(dir, hour)
 	cfg.Compress = CompressGzip
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	if err := w.Write(hour, mysqlRows(hour, 1, 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +108,7 @@ func TestPlantedTmpFileIsNotFollowed(t *testing.T) {
 	}
 	gz := filepath.Join(dir, hourfile.Samples.Name(hour, hourfile.Gzip))
 	waitFor(t, func() bool { _, err := os.Stat(gz); return err == nil })
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeWriter(t, w)
 	if got, _ := os.ReadFile(outside); string(got) != "keep\n" {
 		t.Errorf("compression wrote through the planted link: %q", got)
 	}
@@ -133,10 +123,7 @@ func TestDeletedDirIsRecreated(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	hour := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
 	cfg, _, hook := testConfig(dir, hour)
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	defer w.Close()
 	path := filepath.Join(dir, hourfile.Samples.Name(hour, hourfile.CSV))
 	tick := hour

@@ -58,17 +58,12 @@ func TestCrashLeftoversAreRepaired(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg, _, hook := testConfig(dir, hour)
-			w, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := newWriter(t, cfg)
 			next := mysqlRow(hour.Add(time.Minute), 4)
 			if err := w.Write(next.Time, []state.Sample{next}); err != nil {
 				t.Fatal(err)
 			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			closeWriter(t, w)
 			want := schema.AppendCSV(bytes.Clone(tt.keep), &next)
 			if got := readPlain(t, path); !bytes.Equal(got, want) {
 				t.Errorf("file after restart:\n%q\nwant:\n%q", got, want)
@@ -91,16 +86,11 @@ func TestFileWithAnotherHeaderIsSetAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, _, _ := testConfig(dir, hour)
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	if err := w.Write(hour, mysqlRows(hour, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeWriter(t, w)
 	aside := filepath.Join(dir, "threadcap_samples_2026-11-21T14Z.csv.other-schema")
 	if got, err := os.ReadFile(aside); err != nil || string(got) != old {
 		t.Errorf("old file not kept as %s: %q, %v", aside, got, err)
@@ -117,16 +107,11 @@ func TestNewFilesGetModeAndGroup(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	cfg, _, _ := testConfig(dir, tick)
 	cfg.Group = "4321"
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	if err := w.Write(tick, mysqlRows(tick, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeWriter(t, w)
 	for path, mode := range map[string]os.FileMode{dir: 0o750 | os.ModeDir, filepath.Join(dir, hourfile.Samples.Name(tick.Truncate(time.Hour), hourfile.CSV)): 0o640} {
 		fi, err := os.Stat(path)
 		if err != nil {

@@ -20,10 +20,7 @@ func TestIOFileFollowsTheHour(t *testing.T) {
 	start := time.Date(2026, 11, 21, 14, 58, 0, 0, time.UTC)
 	cfg, clock, _ := testConfig(dir, start)
 	cfg.Compress = CompressGzip
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	read := state.DiskIO{Disk: "nvme0n1", Op: state.IORead, IOStat: state.IOStat{
 		Requests: 3, Bytes: 12288, QueueNs: 4500, DeviceNs: 2_000_000,
 	}}
@@ -52,9 +49,7 @@ func TestIOFileFollowsTheHour(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeWriter(t, w)
 	first := readCSV(t, filepath.Join(dir, "threadcap_io_2026-11-21T14Z.csv.gz"))
 	want := [][]string{
 		{"minute", "disk", "op", "requests", "bytes", "queue_us", "device_us", "queue_hist", "device_hist"},

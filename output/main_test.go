@@ -59,6 +59,24 @@ func testConfig(dir string, now time.Time) (Config, *fakeClock, *logtest.Hook) {
 	return Config{Dir: dir, Compress: CompressNone, Clock: clock.Now, Log: logger.WithField(fieldComponent, "output")}, clock, hook
 }
 
+// newWriter is New(cfg), failing the test if it fails.
+func newWriter(t testing.TB, cfg Config) *Writer {
+	t.Helper()
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// closeWriter closes w, failing the test if it fails.
+func closeWriter(t testing.TB, w *Writer) {
+	t.Helper()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // readCSV parses a file the way a user's tools would, decompressing by suffix, and returns
 // its records with the header first. Every record must have as many fields as its kind's
 // header.

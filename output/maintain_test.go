@@ -31,10 +31,7 @@ func TestClosedHoursAreCompressed(t *testing.T) {
 			dir := t.TempDir()
 			cfg, clock, _ := testConfig(dir, start)
 			cfg.Compress = tt.compress
-			w, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := newWriter(t, cfg)
 			want := map[string][]byte{}
 			for i, suffix := range []string{tt.closed, tt.closed, ".csv"} {
 				tick := start.Add(time.Duration(i) * time.Hour)
@@ -51,9 +48,7 @@ func TestClosedHoursAreCompressed(t *testing.T) {
 				want[hourfile.Ticks.Name(tick.Truncate(time.Hour), suffix)] = []byte(schema.TicksHeader() + tick.Local().Format(hourfile.TimeLayout) + "\n")
 			}
 			w.maintain(context.Background())
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			closeWriter(t, w)
 			got := map[string][]byte{}
 			for _, name := range dirNames(t, dir) {
 				got[name] = readPlain(t, filepath.Join(dir, name))
@@ -91,14 +86,9 @@ func TestStartRecoversLeftovers(t *testing.T) {
 	}
 	cfg, _, _ := testConfig(dir, time.Date(2026, 11, 21, 12, 10, 0, 0, time.UTC))
 	cfg.Compress = CompressGzip
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	w.maintain(context.Background())
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeWriter(t, w)
 	want := []string{"threadcap_samples_2026-11-21T09Z.csv.gz", "threadcap_samples_2026-11-21T12Z.csv"}
 	if got := dirNames(t, dir); !reflect.DeepEqual(got, want) {
 		t.Fatalf("files after start %v, want %v", got, want)
@@ -141,14 +131,9 @@ func TestRetentionDeletesOldestFirst(t *testing.T) {
 			}
 			cfg, _, _ := testConfig(dir, now)
 			cfg.MaxAge, cfg.MaxBytes = tt.maxAge, tt.maxBytes
-			w, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := newWriter(t, cfg)
 			w.maintain(context.Background())
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			closeWriter(t, w)
 			want := append([]string{"notes.txt"}, tt.kept...)
 			if got := dirNames(t, dir); !reflect.DeepEqual(got, want) {
 				t.Errorf("kept %v\nwant %v", got, want)

@@ -27,10 +27,7 @@ func TestClosedHoursAsParquet(t *testing.T) {
 			dir := t.TempDir()
 			cfg, clock, _ := testConfig(dir, start)
 			cfg.Format, cfg.Host, cfg.Compress = format, "db-7.example", CompressGzip
-			w, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := newWriter(t, cfg)
 			var csvRows [][]string
 			for i := range 3 {
 				tick := start.Add(time.Duration(i) * time.Hour)
@@ -51,9 +48,7 @@ func TestClosedHoursAsParquet(t *testing.T) {
 				}
 			}
 			w.maintain(context.Background())
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			closeWriter(t, w)
 			first := start.Truncate(time.Hour)
 			for i := range 2 {
 				hour := first.Add(time.Duration(i) * time.Hour)
@@ -150,10 +145,7 @@ func TestRetentionDeletesParquetHours(t *testing.T) {
 	dir := t.TempDir()
 	cfg, clock, _ := testConfig(dir, start)
 	cfg.Format, cfg.Host = FormatParquet, "h1"
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	defer w.Close()
 	for i := range 2 {
 		tick := start.Add(time.Duration(i) * time.Hour)
@@ -187,10 +179,7 @@ func TestRetentionKeepsHeldHours(t *testing.T) {
 	var shipped atomic.Bool
 	cfg.Format, cfg.Host, cfg.MaxAge = FormatParquet, "h1", time.Hour
 	cfg.Hold = func(f hourfile.File) bool { return f.Suffix == hourfile.Parquet && !shipped.Load() }
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	defer w.Close()
 	for i := range 3 {
 		tick := start.Add(time.Duration(i) * time.Hour)

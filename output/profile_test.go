@@ -19,10 +19,7 @@ func TestProfileFileAndItsStacks(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Date(2026, 11, 21, 14, 10, 0, 0, time.UTC)
 	cfg, clock, _ := testConfig(dir, start)
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	spin := state.NewStack([]string{"main", "spin"})
 	sys := state.NewStack([]string{"entry_SYSCALL_64", "do_syscall_64", "ksys_read"})
 	rows := []state.ProfileRow{
@@ -40,9 +37,7 @@ func TestProfileFileAndItsStacks(t *testing.T) {
 	if err := w.WriteProfile(next, []state.ProfileRow{again}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeWriter(t, w)
 	m0, m1 := start.Local().Format(hourfile.TimeLayout), next.Local().Format(hourfile.TimeLayout)
 	want := [][]string{
 		{"minute", "pid", "tid", "process", "thread", "kernel_stack", "user_stack", "samples", "hz", "span"},

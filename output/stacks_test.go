@@ -42,10 +42,7 @@ func TestStacksFilePerHour(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	write(w, 0, a, a, b)
 	write(w, 20, a)
 	write(w, 40, a, c)
@@ -57,12 +54,8 @@ func TestStacksFilePerHour(t *testing.T) {
 	if err := w.Write(tick, mixed); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if w, err = New(cfg); err != nil {
-		t.Fatal(err)
-	}
+	closeWriter(t, w)
+	w = newWriter(t, cfg)
 	write(w, 55, c, b)
 	closed := filepath.Join(dir, "threadcap_stacks_2026-11-21T13Z.csv.gz")
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -70,9 +63,7 @@ func TestStacksFilePerHour(t *testing.T) {
 			break
 		}
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeWriter(t, w)
 	for name, want := range map[string][][]string{
 		"threadcap_stacks_2026-11-21T13Z.csv.gz": {{"hash", "frames"}, {a.Hash, a.Frames}, {b.Hash, b.Frames}},
 		"threadcap_stacks_2026-11-21T14Z.csv": {{"hash", "frames"}, {a.Hash, a.Frames}, {c.Hash, c.Frames},

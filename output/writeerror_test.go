@@ -22,10 +22,7 @@ func TestWriteErrorPausesAndRetries(t *testing.T) {
 	dir := t.TempDir()
 	hour := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
 	cfg, clock, hook := testConfig(dir, hour)
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	defer w.Close()
 
 	f := newTickFeeder(t, w, clock, hour)
@@ -34,6 +31,7 @@ func TestWriteErrorPausesAndRetries(t *testing.T) {
 	// test opens too: the hour file is made larger than that log can be by now, so that
 	// only the writer's writes reach the limit.
 	var fi os.FileInfo
+	var err error
 	for fi == nil || fi.Size() < 4<<20 {
 		f.write()
 		if fi, err = os.Stat(path); err != nil {
@@ -84,10 +82,7 @@ func TestWriteErrorPausesAndRetries(t *testing.T) {
 // Stats and the resume give the read-only cause; nothing after it is said again.
 func TestPauseNamesTheCauseOnceKnown(t *testing.T) {
 	cfg, _, hook := testConfig(t.TempDir(), time.Date(2026, 11, 24, 21, 0, 0, 0, time.UTC))
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	defer w.Close()
 	w.mu.Lock()
 	for _, err := range []error{unix.EIO, unix.EROFS, unix.EIO, unix.EROFS, unix.ENOSPC} {

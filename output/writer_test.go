@@ -44,10 +44,7 @@ func TestHourRollover(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			cfg, clock, _ := testConfig(dir, tt.start)
-			w, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := newWriter(t, cfg)
 			for i := range tt.ticks {
 				tick := tt.start.Add(time.Duration(i) * 20 * time.Minute).In(newYork)
 				clock.Set(tick)
@@ -55,9 +52,7 @@ func TestHourRollover(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			closeWriter(t, w)
 			// One row a tick: each hour's ticks file holds the times its samples do.
 			want := map[string][]string{}
 			for name, times := range tt.files {
@@ -86,16 +81,11 @@ func TestRestartMidHourAppends(t *testing.T) {
 	first := time.Date(2026, 11, 21, 14, 3, 0, 0, time.UTC)
 	for run, tick := range []time.Time{first, first.Add(10 * time.Minute)} {
 		cfg, _, hook := testConfig(dir, tick)
-		w, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := newWriter(t, cfg)
 		if err := w.Write(tick, mysqlRows(tick, int32(100*run), 3)); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		closeWriter(t, w)
 		if run == 1 && countLogs(hook, logrus.InfoLevel, "appending to existing hour file") != 1 {
 			t.Errorf("restart did not log that it appends: %v", hook.AllEntries())
 		}
@@ -116,18 +106,13 @@ func TestClockGoingBackStaysInCurrentHour(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 11, 21, 14, 0, 1, 0, time.UTC)
 	cfg, _, hook := testConfig(dir, now)
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	for _, tick := range []time.Time{now, now.Add(-2 * time.Second), now.Add(-time.Second), now.Add(time.Second)} {
 		if err := w.Write(tick, mysqlRows(tick, 1, 1)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeWriter(t, w)
 	if got := dirNames(t, dir); !reflect.DeepEqual(got, []string{"threadcap_samples_2026-11-21T14Z.csv", "threadcap_ticks_2026-11-21T14Z.csv"}) {
 		t.Errorf("files %v, want only the current hour's", got)
 	}
@@ -141,10 +126,7 @@ func TestClockGoingBackStaysInCurrentHour(t *testing.T) {
 
 func TestSecondWriterOnSameDirIsRefused(t *testing.T) {
 	cfg, _, _ := testConfig(t.TempDir(), tick)
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	defer w.Close()
 	if _, err := New(cfg); !errors.Is(err, ErrDirInUse) || !strings.Contains(err.Error(), cfg.Dir) {
 		t.Errorf("second writer: %v, want it refused", err)
@@ -153,13 +135,8 @@ func TestSecondWriterOnSameDirIsRefused(t *testing.T) {
 
 func TestWriteAfterClose(t *testing.T) {
 	cfg, _, _ := testConfig(t.TempDir(), tick)
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
+	closeWriter(t, w)
 	if err := w.Write(tick, mysqlRows(tick, 1, 1)); err != ErrClosed {
 		t.Errorf("Write after Close: %v, want ErrClosed", err)
 	}
@@ -174,10 +151,7 @@ func TestTicksFileHasEveryTick(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Date(2026, 11, 21, 14, 0, 1, 0, time.UTC)
 	cfg, _, _ := testConfig(dir, start)
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWriter(t, cfg)
 	ticks := []time.Time{start, start.Add(time.Second), start.Add(2 * time.Second)}
 	rows := mysqlRows(ticks[0], 1, 3)
 	for _, batch := range [][]state.Sample{rows[:2], rows[2:]} {
@@ -191,9 +165,7 @@ func TestTicksFileHasEveryTick(t *testing.T) {
 	if err := w.Write(ticks[2], mysqlRows(ticks[2], 10, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeWriter(t, w)
 	var got, want []string
 	for _, rec := range readCSV(t, filepath.Join(dir, "threadcap_ticks_2026-11-21T14Z.csv")) {
 		got = append(got, rec[0])
@@ -219,10 +191,7 @@ func TestStatsCountWhatReachesEachFile(t *testing.T) {
 	stack := state.NewStack([]string{"entry_SYSCALL_64", "do_syscall_64", "ksys_read", "pipe_read"})
 	want := map[hourfile.Kind]uint64{}
 	for run := range 2 {
-		w, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := newWriter(t, cfg)
 		for i := range 3 {
 			tick := start.Add(time.Duration(run*3+i) * time.Second)
 			clock.Set(tick)
@@ -245,9 +214,7 @@ func TestStatsCountWhatReachesEachFile(t *testing.T) {
 			}
 		}
 		st := w.Stats()
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		closeWriter(t, w)
 		if st.WrittenRows != 9 || st.DroppedRows != 0 || st.Paused != "" {
 			t.Errorf("run %d: %+v, want 9 rows written, none dropped, not paused", run, st)
 		}
