@@ -86,6 +86,16 @@ func openParquetReader(path string) (r *Reader, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Only the codecs threadcap writes: zstd, or none. A damaged file that names another
+	// can send its decoder past all memory (parquet-go's LZ4 doubles its buffer until
+	// the data fits, and damaged data never does).
+	for _, rg := range pf.Metadata().RowGroups {
+		for _, cc := range rg.Columns {
+			if c := cc.MetaData.Codec; c != format.Zstd && c != format.Uncompressed {
+				return nil, fmt.Errorf("column %v is compressed with %s: threadcap writes zstd", cc.MetaData.PathInSchema, c)
+			}
+		}
+	}
 	p := &parquetRows{groups: pf.RowGroups(), left: -1}
 	r = &Reader{path: path, pq: p, closer: func() error { p.close(); return f.Close() }}
 	for _, col := range pf.Schema().Columns() {
