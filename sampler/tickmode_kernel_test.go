@@ -16,21 +16,40 @@ import (
 )
 
 // The hook-free mode (syscalls tick) through the sampler, as the daemon runs it: a spinner's
-// on_cpu_us adds up to its schedstat (stopped before the end), a vfork parent is in D for the whole of each row, a
+// on_cpu_us adds up to its schedstat, a vfork parent is in D for the whole of each row, a
 // process that exits has its dead row, and every row's times add up to its interval.
+//
+// The spinner is stopped at the first tick and a second before the end, so that the
+// schedstat read after those ticks holds what the pass read at them: reads run late on a
+// loaded machine, and a running spinner's count grows meanwhile (by tens of ms). What the
+// kernel counted beyond a row's interval is in the rows by the last tick.
 func TestTickModeRows(t *testing.T) {
 	spin := workload.SpinnerProcess(t)
+	syscall.Kill(spin, syscall.SIGSTOP)
+	defer syscall.Kill(spin, syscall.SIGCONT)
 	vfork := workload.VforkParent(t, 10*time.Second)
-	s, rec := startWith(t, bpf.Config{Syscalls: bpf.SyscallsTick}, sampler.Filter{}, 50*time.Millisecond, spin)
+	// Every thread's row at every tick: the spinner's too while it is stopped.
+	s, rec := startWith(t, bpf.Config{Syscalls: bpf.SyscallsTick}, sampler.Filter{All: true}, 50*time.Millisecond, spin)
 	short := exec.Command("sleep", "1")
 	shortPid := workload.Process(t, short)
-	// Stopped a second before the end: what the kernel counted beyond a row's interval
-	// (reads run late on a loaded machine) is in the rows by the last tick.
-	stop := time.AfterFunc(2*time.Second, func() { syscall.Kill(spin, syscall.SIGSTOP) })
-	defer stop.Stop()
-	defer syscall.Kill(spin, syscall.SIGCONT)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3500*time.Millisecond)
 	defer cancel()
+	go func() {
+		for ; ctx.Err() == nil; time.Sleep(10 * time.Millisecond) {
+			rec.mu.Lock()
+			n := len(rec.ticks)
+			rec.mu.Unlock()
+			if n > 0 {
+				break
+			}
+		}
+		syscall.Kill(spin, syscall.SIGCONT)
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+			syscall.Kill(spin, syscall.SIGSTOP)
+		}
+	}()
 	if err := s.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +78,11 @@ func TestTickModeRows(t *testing.T) {
 			for _, us := range row.StateTimeUs {
 				sum += us
 			}
-			// Whole microseconds of cumulative times: a row is off by 1 µs at most. A row
-			// with no time is a thread's first with a new record (a non-leader's exec).
-			if row.State != state.Dead && sum != 0 && (sum < interval-2 || sum > interval+2) {
+			// Whole microseconds of each state's cumulative time: each is off by less
+			// than 1 µs, and so is the interval. A row with no time is a thread's first
+			// with a new record (a non-leader's exec).
+			slack := int64(len(row.StateTimeUs)) + 1
+			if row.State != state.Dead && sum != 0 && (sum < interval-slack || sum > interval+slack) {
 				t.Errorf("tick %d, thread %d (%s): times %v add up to %d µs, the interval is %d µs",
 					i, tid, row.Thread, row.StateTimeUs, sum, interval)
 			}
