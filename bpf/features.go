@@ -114,6 +114,15 @@ func tracepointArgs(name string, args int) func(*btf.Spec) bool {
 	}
 }
 
+// kernelHas reports whether the running kernel's BTF shows what has looks for.
+func kernelHas(has func(*btf.Spec) bool) (bool, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return false, fmt.Errorf("reading the kernel's BTF: %w", err)
+	}
+	return has(spec), nil
+}
+
 func kfuncHas(name string) func(*btf.Spec) bool {
 	return func(spec *btf.Spec) bool {
 		var fn *btf.Func

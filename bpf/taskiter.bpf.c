@@ -79,6 +79,7 @@ struct sched_entity___tc {
 struct task_struct___tc {
 	struct thread_info___tc thread_info;
 	unsigned int __state;
+	int on_cpu;
 	struct sched_entity___tc se;
 	struct sched_info___tc sched_info;
 	unsigned int flags;
@@ -97,7 +98,22 @@ struct bpf_iter__task {
 	struct bpf_iter_meta *meta;
 	struct task_struct *task;
 };
+struct bpf_iter__bpf_map_elem {
+	struct bpf_iter_meta *meta;
+	struct bpf_map *map;
+	void *key;
+	void *value;
+};
 #pragma clang attribute pop
+
+/* The open-coded task iterator (Linux 6.7): walk_tasks reads every thread in one run. */
+struct bpf_iter_task {
+	__u64 __opaque[3];
+} __attribute__((aligned(8)));
+#define BPF_TASK_ITER_ALL_THREADS 1
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task, unsigned int flags) __ksym __weak;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym __weak;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym __weak;
 
 volatile const __u32 capacity = 1; /* = max_entries of records */
 volatile const __u32 nr_cpus = 1;  /* = max_entries of cpus and on_cpu_at_pass */
@@ -114,10 +130,18 @@ __u64 slots_used = 0;
  * read one after another over that span; which threads were on a CPU, at its beginning.
  */
 static __u64 pass_tick_ns;
+static __u32 pass_pos; /* read_tasks's tasks so far in this pass */
 static __u64 pass_began_ns;
 __u64 pass_ns = 0;
 /* The CPU time this pass may still show: the online CPUs' time since the previous tick. */
 static __u64 cpu_budget;
+/*
+ * The records of threads alive at their last visit (as of the last sweep, which counts
+ * them, and the visits since), and how many of them this pass has seen: when it has seen
+ * them all, no thread is gone and the pass ends with no sweep.
+ */
+static __u64 live_records;
+static __u64 seen_live;
 
 /* Shared with threadcap.bpf.c: replaced at load by its maps (same definitions). */
 struct {
@@ -176,6 +200,14 @@ struct {
 	__uint(max_entries, 1);
 } on_cpu_at_pass SEC(".maps");
 
+/* What walk_tasks iterates over: one element, for one call. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} one_pass SEC(".maps");
+
 /* This object's own. The tick each slot's thread was last visited at, by slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -194,8 +226,34 @@ struct tc_iter_task {
 	__u64 carry_cpu, carry_run; /* counted by the kernel, beyond what the last interval held */
 	__u64 exec_id;   /* self_exec_id: an exec changes it */
 	__u32 base_nvcsw, base_nivcsw; /* the counts at first sight: records count from 0 */
+	/* The task's slot (+1), and at the last write its switch counts and, when it was
+	 * off a CPU, its __state (else QUIET_NEVER): what quiet() compares. */
+	__u32 slot, nvcsw, nivcsw, quiet_state;
 	__u8 last_target; /* the state the last time left over went to */
 };
+
+/* No task's __state: a thread last written on a CPU or runnable is never quiet. */
+#define QUIET_NEVER 0xffffffff
+
+/*
+ * What quiet() compares, by the task's place in the pass: a pass finds the threads in the
+ * order the last one did, but after one that came or went. So the place finds a thread's
+ * last write with no lookup in its task storage, which is most of what a quiet visit
+ * costs (an array read in order against three cache misses); a thread found elsewhere
+ * takes the slow path, once.
+ */
+struct tc_quiet {
+	__u64 task;       /* the task_struct's address */
+	__u64 start_time; /* and its start: an address can be a new task's */
+	__u32 nvcsw, nivcsw, state, slot;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct tc_quiet);
+	__uint(max_entries, 1);
+} quiet_at SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -243,12 +301,13 @@ static __always_inline bool off_cpu_state(__u8 st)
  * in *cpu), else as the visit finds it: waiting for a CPU, or its sleep's kind. A thread
  * running at the visit that was not on a CPU when the pass began was waiting for one.
  */
-static __always_inline __u8 observed_state(struct task_struct___tc *task, __u32 *cpu)
+static __always_inline __u8 observed_state(struct task_struct___tc *task, __u32 *cpu, unsigned int *raw)
 {
 	unsigned int s = task->__state;
 	__u32 tid = task->pid;
 	struct tc_on_cpu *on = bpf_map_lookup_elem(&on_cpu_at_pass, &tid);
 
+	*raw = s;
 	if (on && on->start_time == task->start_time) {
 		*cpu = on->cpu;
 		return TC_ON_CPU;
@@ -315,7 +374,8 @@ static __always_inline void write_identity(struct record *r, struct task_struct_
  * in the interval); otherwise the thread has been in st since at least since_ns.
  */
 static __always_inline void write_view(struct record *r, struct task_struct___tc *task,
-				       struct tc_iter_task *it, __u8 st, __u32 cpu, bool moved, __u64 tick)
+				       struct tc_iter_task *it, __u8 st, unsigned int raw, __u32 cpu,
+				       bool moved, __u64 tick)
 {
 	struct tc_view *v = &r->live;
 	__u64 args[6] = {};
@@ -348,6 +408,17 @@ static __always_inline void write_view(struct record *r, struct task_struct___tc
 	v->sc_nr = nr;
 	for (i = 0; i < 6; i++)
 		v->sc_args[i] = args[i];
+	it->nvcsw = task->nvcsw;
+	it->nivcsw = task->nivcsw;
+	it->quiet_state = off_cpu_state(st) ? raw : QUIET_NEVER;
+}
+
+/* Notes that the thread of a live record was seen at tick. */
+static __always_inline void see(__u64 *seen, __u64 tick)
+{
+	if (*seen != tick)
+		seen_live++;
+	*seen = tick;
 }
 
 /* Gives a task seen for the first time a record, with no time in it yet. */
@@ -357,8 +428,10 @@ static __noinline void first_record(struct task_struct___tc *task, struct task_s
 	struct record *r;
 	__u64 *seen;
 	__u32 idx, c, cpu;
+	unsigned int raw;
 	int i;
 
+	it->slot = 0;
 	if (bpf_map_pop_elem(&free_slots, &idx)) {
 		__u64 n = __sync_fetch_and_add(&slots_used, 1);
 
@@ -384,6 +457,7 @@ static __noinline void first_record(struct task_struct___tc *task, struct task_s
 	}
 	ts->slot = idx + 1;
 	ts->untracked = 0;
+	it->slot = idx + 1;
 	it->tick_ns = tick;
 	it->exec = task->se.sum_exec_runtime;
 	it->run_delay = task->sched_info.run_delay;
@@ -403,7 +477,7 @@ static __noinline void first_record(struct task_struct___tc *task, struct task_s
 	r->exec_ns = it->exec;
 	r->tick_ns = 0; /* the live view is the view at the tick */
 	r->stacks_at_tick = 0;
-	r->live.state = observed_state(task, &cpu);
+	r->live.state = observed_state(task, &cpu, &raw);
 	r->live.prev_state = r->live.state;
 	r->live.since_ns = tick;
 	r->live.sc_nr = TC_NO_SYSCALL;
@@ -411,9 +485,10 @@ static __noinline void first_record(struct task_struct___tc *task, struct task_s
 	r->live.last_sc_ret = 0;
 	r->live.kstack = 0;
 	r->live.ustack = 0;
-	write_view(r, task, it, r->live.state, cpu, true, tick);
+	write_view(r, task, it, r->live.state, raw, cpu, true, tick);
 	seq_release(&r->seq, c);
-	*seen = tick;
+	live_records++;
+	see(seen, tick);
 }
 
 static __always_inline __u64 take(struct tc_iter_task *it, __u8 st, __u64 owed)
@@ -459,7 +534,8 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 	__u64 exec = task->se.sum_exec_runtime, run = task->sched_info.run_delay;
 	__u32 nv = (__u32)task->nvcsw - it->base_nvcsw, niv = (__u32)task->nivcsw - it->base_nivcsw;
 	__u32 c, cpu = task->thread_info.cpu;
-	__u8 old = r->live.state, st = dead ? TC_DEAD : observed_state(task, &cpu), target;
+	unsigned int raw = 0;
+	__u8 old = r->live.state, st = dead ? TC_DEAD : observed_state(task, &cpu, &raw), target;
 	bool slept = nv != r->live.nvcsw, moved = slept || niv != r->live.nivcsw;
 	__u64 from = it->tick_ns, prev = prev_tick_ns, dcpu, drun;
 	__s64 rest;
@@ -527,7 +603,7 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 	}
 	write_identity(r, task);
 	r->exec_ns = exec;
-	write_view(r, task, it, st, cpu, moved, tick);
+	write_view(r, task, it, st, raw, cpu, moved, tick);
 	seq_release(&r->seq, c);
 }
 
@@ -548,10 +624,48 @@ static __always_inline void learn_rq(struct task_struct___tc *task)
 		c->rq = (__u64)rq;
 }
 
-/* One task of the iteration. */
-static __always_inline void visit(struct task_struct___tc *task, __u64 tick)
+/*
+ * A thread off a CPU at its last write, in the same __state, that has not left a CPU
+ * since and is not on one: it has not run since, so neither its CPU time, nor its time
+ * waiting for a CPU (counted when it gets one), nor its program (an exec runs) changed,
+ * and it did not exit (it would have left a CPU). Its record already says all of it (as
+ * update_record would find), so the visit only notes that it was seen. This is most
+ * threads at most ticks, and these fields share two cache lines of the task_struct.
+ */
+static __always_inline bool quiet(struct task_struct___tc *task, struct tc_quiet *q, __u64 tick)
+{
+	__u32 idx = q->slot - 1;
+	__u64 *seen;
+
+	if (q->task != (__u64)task || !q->slot || q->state == QUIET_NEVER ||
+	    task->__state != q->state || task->on_cpu || (__u32)task->nvcsw != q->nvcsw ||
+	    (__u32)task->nivcsw != q->nivcsw || task->start_time != q->start_time)
+		return false;
+	seen = bpf_map_lookup_elem(&seen_at, &idx);
+	if (!seen)
+		return false;
+	see(seen, tick);
+	return true;
+}
+
+/* Keeps what quiet() will compare at the next pass: the last write, as it knows it. */
+static __always_inline void remember(struct tc_quiet *q, struct task_struct___tc *task,
+				     struct tc_iter_task *it)
+{
+	q->task = (__u64)task;
+	q->start_time = task->start_time;
+	q->nvcsw = it->nvcsw;
+	q->nivcsw = it->nivcsw;
+	q->slot = it->slot;
+	/* Time the kernel counted beyond the interval is shown at the next write. */
+	q->state = it->carry_cpu || it->carry_run ? QUIET_NEVER : it->quiet_state;
+}
+
+/* One task of the iteration, the pos-th of its pass. */
+static __always_inline void visit(struct task_struct___tc *task, __u64 tick, __u32 pos)
 {
 	struct task_struct *t = (struct task_struct *)task;
+	struct tc_quiet *q = bpf_map_lookup_elem(&quiet_at, &pos);
 	bool dead = task->exit_state != 0;
 	struct tc_iter_task *it;
 	struct task_slot *ts;
@@ -559,6 +673,10 @@ static __always_inline void visit(struct task_struct___tc *task, __u64 tick)
 	__u64 *seen;
 	__u32 idx = 0;
 
+	if (q && quiet(task, q, tick))
+		return;
+	if (q)
+		q->task = 0;
 	if (!dead)
 		learn_rq(task);
 	/* A zombie not yet known is not worth a record: it will never run again. */
@@ -581,23 +699,38 @@ static __always_inline void visit(struct task_struct___tc *task, __u64 tick)
 	if (!r) {
 		if (!dead)
 			first_record(task, ts, it, tick);
+		if (q && it->slot)
+			remember(q, task, it);
 		return;
 	}
 	update_record(r, task, it, dead, tick);
 	seen = bpf_map_lookup_elem(&seen_at, &idx);
-	if (seen)
+	if (seen && r->live.state == TC_DEAD) {
 		*seen = tick;
+		live_records--;
+	} else if (seen) {
+		see(seen, tick);
+	}
 	if (dead) {
 		bpf_task_storage_delete(&task_slots, t);
 		bpf_task_storage_delete(&iter_tasks, t);
+	} else if (q) {
+		remember(q, task, it);
 	}
 }
+
+/* What a sweep is for, and the live records it finds. */
+struct sweep {
+	__u64 tick;
+	__u64 live;
+};
 
 /* A record whose thread this iteration did not visit: the thread is gone. Its last
  * stretch, from the last tick it was seen at to its exit, is not known: none is counted. */
 static long sweep_one(__u64 i, void *data)
 {
-	__u64 tick = *(__u64 *)data, last;
+	struct sweep *sw = data;
+	__u64 tick = sw->tick, last;
 	__u32 idx = i, c;
 	struct record *r = bpf_map_lookup_elem(&records, &idx);
 	__u64 *seen = bpf_map_lookup_elem(&seen_at, &idx);
@@ -606,11 +739,15 @@ static long sweep_one(__u64 i, void *data)
 
 	if (!r || !seen)
 		return 1;
-	if (!r->tid || r->live.state == TC_DEAD || *seen == tick)
+	if (!r->tid || r->live.state == TC_DEAD)
+		return 0;
+	sw->live++;
+	if (*seen == tick)
 		return 0;
 	c = claim(r);
 	if (!c)
 		return 0;
+	sw->live--;
 	v = &r->live;
 	last = *seen;
 	old = v->state;
@@ -676,6 +813,7 @@ static __always_inline void begin_pass(__u64 tick)
 	__u32 online = 0;
 
 	pass_began_ns = bpf_ktime_get_ns();
+	seen_live = 0;
 	bpf_loop(nr_cpus, forget_cpu, NULL, 0);
 	bpf_loop(nr_cpus, read_cpu, &online, 0);
 	/* No runqueue known (none learned yet): no bound. */
@@ -683,29 +821,80 @@ static __always_inline void begin_pass(__u64 tick)
 	if (online && prev_tick_ns && tick > prev_tick_ns)
 		cpu_budget = online * (tick - prev_tick_ns);
 	pass_tick_ns = tick;
+	pass_pos = 0;
 }
 
+/* The pass's end: every thread still there has been seen; the records of the others
+ * are marked dead, unless every live record's thread was seen. */
+static __always_inline void end_pass(__u64 tick)
+{
+	struct sweep sw = {.tick = tick};
+	__u64 n = slots_used;
+
+	if (n > capacity)
+		n = capacity;
+	if (seen_live != live_records) {
+		bpf_loop(n, sweep_one, &sw, 0);
+		live_records = sw.live;
+	}
+	pass_ns = bpf_ktime_get_ns() - pass_began_ns;
+	prev_tick_ns = tick;
+}
+
+/*
+ * The pass of kernels before 6.7, one call per task. The kernel finds each next task by
+ * its pid and takes a reference to it, which costs several times what a visit does.
+ */
 SEC("iter/task")
 int read_tasks(struct bpf_iter__task *ctx)
 {
 	struct task_struct___tc *task = (void *)ctx->task;
-	__u64 tick = tick_ns, n;
+	__u64 tick = tick_ns;
 
 	if (!tick)
 		return 0;
 	if (pass_tick_ns != tick)
 		begin_pass(tick);
-	if (!task) {
-		/* The iteration's end: every thread still there has been seen. */
-		n = slots_used;
-		if (n > capacity)
-			n = capacity;
-		bpf_loop(n, sweep_one, &tick, 0);
-		pass_ns = bpf_ktime_get_ns() - pass_began_ns;
-		prev_tick_ns = tick;
+	if (!task)
+		end_pass(tick);
+	else if (task->pid)
+		visit(task, tick, pass_pos++);
+	return 0;
+}
+
+/*
+ * visit as a function of its own (global: the verifier checks it once, not at every turn
+ * of walk_tasks's loop, which it could not follow to the end). Its task is one the
+ * iterator handed out, under RCU: trusted (Linux 6.8 reads the tag).
+ */
+__noinline int visit_task(struct task_struct *t __attribute__((btf_decl_tag("arg:trusted"))), __u64 tick,
+		       __u32 pos)
+{
+	visit((struct task_struct___tc *)t, tick, pos);
+	return 0;
+}
+
+/*
+ * The pass from 6.7 on: one call, over a map of one element, that walks the kernel's list
+ * of threads itself (bpf_iter_task), following pointers under RCU, with nothing taken or
+ * looked up per task.
+ */
+SEC("iter/bpf_map_elem")
+int walk_tasks(struct bpf_iter__bpf_map_elem *ctx)
+{
+	struct bpf_iter_task it;
+	struct task_struct *t;
+	__u64 tick = tick_ns;
+	__u32 pos = 0;
+
+	if (!tick || !ctx->key || prev_tick_ns == tick)
 		return 0;
-	}
-	if (task->pid)
-		visit(task, tick);
+	begin_pass(tick);
+	bpf_iter_task_new(&it, NULL, BPF_TASK_ITER_ALL_THREADS);
+	while ((t = bpf_iter_task_next(&it)))
+		if (t->pid)
+			visit_task(t, tick, pos++);
+	bpf_iter_task_destroy(&it);
+	end_pass(tick);
 	return 0;
 }

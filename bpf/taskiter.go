@@ -21,14 +21,41 @@ type taskIter struct {
 
 // openTaskIter loads the iterator over the maps of the tracker's collection shared (the
 // records, the slots free and in use, the counters) and makes its link, ready to run.
-func openTaskIter(shared *ebpf.Collection, capacity uint32) (ti *taskIter, err error) {
+// Where the kernel has the open-coded task iterator (bpf_iter_task_new, Linux 6.7) the
+// pass is one call that walks the threads (walk_tasks); before, one call per task.
+func openTaskIter(shared *ebpf.Collection, capacity uint32) (*taskIter, error) {
+	walk, err := kernelHas(kfuncHas("bpf_iter_task_new"))
+	if err != nil {
+		return nil, err
+	}
+	if walk && !perTaskPass {
+		ti, err := loadTaskIter(shared, capacity, taskiterProgWalkTasks)
+		if err == nil {
+			return ti, nil
+		}
+		// Linux 6.7 has the iterator but not the trusted argument of visit_task (6.8).
+	}
+	return loadTaskIter(shared, capacity, taskiterProgReadTasks)
+}
+
+// perTaskPass has openTaskIter load read_tasks whatever the kernel, for tests.
+var perTaskPass bool
+
+// loadTaskIter loads the pass prog, walk_tasks or read_tasks, and makes its link.
+func loadTaskIter(shared *ebpf.Collection, capacity uint32, prog string) (ti *taskIter, err error) {
 	spec, err := loadTaskiter()
 	if err != nil {
 		return nil, err
 	}
+	for name := range spec.Programs {
+		if name != prog {
+			delete(spec.Programs, name)
+		}
+	}
 	spec.Maps[taskiterMapRecords].MaxEntries = capacity
 	spec.Maps[taskiterMapFreeSlots].MaxEntries = capacity
 	spec.Maps[taskiterMapSeenAt].MaxEntries = capacity
+	spec.Maps[taskiterMapQuietAt].MaxEntries = capacity
 	if err := spec.Variables[taskiterVarCapacity].Set(capacity); err != nil {
 		return nil, fmt.Errorf("setting capacity: %w", err)
 	}
@@ -56,7 +83,11 @@ func openTaskIter(shared *ebpf.Collection, capacity uint32) (ti *taskIter, err e
 			ti = nil
 		}
 	}()
-	if ti.link, err = link.AttachIter(link.IterOptions{Program: coll.Programs[taskiterProgReadTasks]}); err != nil {
+	opts := link.IterOptions{Program: coll.Programs[prog]}
+	if prog == taskiterProgWalkTasks {
+		opts.Map = coll.Maps[taskiterMapOnePass]
+	}
+	if ti.link, err = link.AttachIter(opts); err != nil {
 		return nil, explain(fmt.Errorf("making the task iterator: %w", err))
 	}
 	return ti, nil

@@ -108,6 +108,10 @@ type taskiterTcIterTask struct {
 	ExecId     uint64
 	BaseNvcsw  uint32
 	BaseNivcsw uint32
+	Slot       uint32
+	Nvcsw      uint32
+	Nivcsw     uint32
+	QuietState uint32
 	LastTarget uint8
 	_          [7]byte
 }
@@ -119,6 +123,16 @@ type taskiterTcOnCpu struct {
 	_         [4]byte
 }
 
+type taskiterTcQuiet struct {
+	_         structs.HostLayout
+	Task      uint64
+	StartTime uint64
+	Nvcsw     uint32
+	Nivcsw    uint32
+	State     uint32
+	Slot      uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -128,10 +142,13 @@ const (
 	taskiterMapFreeSlots   = "free_slots"
 	taskiterMapIterTasks   = "iter_tasks"
 	taskiterMapOnCpuAtPass = "on_cpu_at_pass"
+	taskiterMapOnePass     = "one_pass"
+	taskiterMapQuietAt     = "quiet_at"
 	taskiterMapRecords     = "records"
 	taskiterMapSeenAt      = "seen_at"
 	taskiterMapTaskSlots   = "task_slots"
 	taskiterProgReadTasks  = "read_tasks"
+	taskiterProgWalkTasks  = "walk_tasks"
 	taskiterVarCapacity    = "capacity"
 	taskiterVarNrCpus      = "nr_cpus"
 	taskiterVarPassNs      = "pass_ns"
@@ -183,6 +200,7 @@ type taskiterSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type taskiterProgramSpecs struct {
 	ReadTasks *ebpf.ProgramSpec `ebpf:"read_tasks"`
+	WalkTasks *ebpf.ProgramSpec `ebpf:"walk_tasks"`
 }
 
 // taskiterMapSpecs contains maps before they are loaded into the kernel.
@@ -194,6 +212,8 @@ type taskiterMapSpecs struct {
 	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
 	IterTasks   *ebpf.MapSpec `ebpf:"iter_tasks"`
 	OnCpuAtPass *ebpf.MapSpec `ebpf:"on_cpu_at_pass"`
+	OnePass     *ebpf.MapSpec `ebpf:"one_pass"`
+	QuietAt     *ebpf.MapSpec `ebpf:"quiet_at"`
 	Records     *ebpf.MapSpec `ebpf:"records"`
 	SeenAt      *ebpf.MapSpec `ebpf:"seen_at"`
 	TaskSlots   *ebpf.MapSpec `ebpf:"task_slots"`
@@ -236,6 +256,8 @@ type taskiterMaps struct {
 	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
 	IterTasks   *ebpf.Map `ebpf:"iter_tasks"`
 	OnCpuAtPass *ebpf.Map `ebpf:"on_cpu_at_pass"`
+	OnePass     *ebpf.Map `ebpf:"one_pass"`
+	QuietAt     *ebpf.Map `ebpf:"quiet_at"`
 	Records     *ebpf.Map `ebpf:"records"`
 	SeenAt      *ebpf.Map `ebpf:"seen_at"`
 	TaskSlots   *ebpf.Map `ebpf:"task_slots"`
@@ -248,6 +270,8 @@ func (m *taskiterMaps) Close() error {
 		m.FreeSlots,
 		m.IterTasks,
 		m.OnCpuAtPass,
+		m.OnePass,
+		m.QuietAt,
 		m.Records,
 		m.SeenAt,
 		m.TaskSlots,
@@ -271,11 +295,13 @@ type taskiterVariables struct {
 // It can be passed to loadTaskiterObjects or ebpf.CollectionSpec.LoadAndAssign.
 type taskiterPrograms struct {
 	ReadTasks *ebpf.Program `ebpf:"read_tasks"`
+	WalkTasks *ebpf.Program `ebpf:"walk_tasks"`
 }
 
 func (p *taskiterPrograms) Close() error {
 	return _TaskiterClose(
 		p.ReadTasks,
+		p.WalkTasks,
 	)
 }
 

@@ -52,6 +52,17 @@ func tickFind(t *testing.T, tr *Tracker, tid int, ok func(*state.Thread) bool) s
 	return last
 }
 
+// bothPasses runs test with the pass of this kernel (walk_tasks from Linux 6.8) and
+// with the per-task pass of older kernels (read_tasks), which this kernel runs as well.
+func bothPasses(t *testing.T, test func(t *testing.T)) {
+	t.Run("pass", test)
+	t.Run("per-task pass", func(t *testing.T) {
+		perTaskPass = true
+		defer func() { perTaskPass = false }()
+		test(t)
+	})
+}
+
 func sum(times [state.TimedStates]uint64) uint64 {
 	var n uint64
 	for _, ns := range times {
@@ -65,6 +76,10 @@ func sum(times [state.TimedStates]uint64) uint64 {
 // the machine (a wait in progress at a tick is runnable in the record before
 // run_delay counts it; under load it can last hundreds of ms).
 func TestTickModeSpinnerMatchesSchedstat(t *testing.T) {
+	bothPasses(t, tickModeSpinnerMatchesSchedstat)
+}
+
+func tickModeSpinnerMatchesSchedstat(t *testing.T) {
 	tr := openTracker(t, Config{Syscalls: SyscallsTick})
 	pid := workload.SpinnerProcess(t)
 	// Stopped, then read twice a second apart: the second read finds nothing in progress,
@@ -121,7 +136,9 @@ func TestTickModeSpinnerMatchesSchedstat(t *testing.T) {
 	}
 }
 
-func TestTickModeSleeperIsInNanosleep(t *testing.T) {
+func TestTickModeSleeperIsInNanosleep(t *testing.T) { bothPasses(t, tickModeSleeperIsInNanosleep) }
+
+func tickModeSleeperIsInNanosleep(t *testing.T) {
 	tr := openTracker(t, Config{Syscalls: SyscallsTick})
 	sl := workload.Sleeper(t)
 	th := tickFind(t, tr, sl.Tid, func(th *state.Thread) bool {
@@ -140,7 +157,9 @@ func TestTickModeSleeperIsInNanosleep(t *testing.T) {
 // A pass begins by reading each CPU's current task: the thread running the pass is that
 // of its CPU then, so its record is on CPU there, and no other is (a CPU's runqueue is
 // learned from the tasks of a first pass).
-func TestTickModeReaderIsOnCPUAlone(t *testing.T) {
+func TestTickModeReaderIsOnCPUAlone(t *testing.T) { bothPasses(t, tickModeReaderIsOnCPUAlone) }
+
+func tickModeReaderIsOnCPUAlone(t *testing.T) {
 	tr := openTracker(t, Config{Syscalls: SyscallsTick})
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -167,6 +186,10 @@ func TestTickModeReaderIsOnCPUAlone(t *testing.T) {
 }
 
 func TestTickModeVforkParentIsUninterruptible(t *testing.T) {
+	bothPasses(t, tickModeVforkParentIsUninterruptible)
+}
+
+func tickModeVforkParentIsUninterruptible(t *testing.T) {
 	tr := openTracker(t, Config{Syscalls: SyscallsTick})
 	p := workload.VforkParent(t, 5*time.Second)
 	th := tickFind(t, tr, p.Pid, func(th *state.Thread) bool { return th.State == state.Uninterruptible })
@@ -187,7 +210,9 @@ func TestTickModeVforkParentIsUninterruptible(t *testing.T) {
 
 // A thread that exits is marked dead at the next iteration, and its slot, once freed, is
 // handed to another thread.
-func TestTickModeExitedThreadIsDead(t *testing.T) {
+func TestTickModeExitedThreadIsDead(t *testing.T) { bothPasses(t, tickModeExitedThreadIsDead) }
+
+func tickModeExitedThreadIsDead(t *testing.T) {
 	tr := openTracker(t, Config{Syscalls: SyscallsTick})
 	// A process reaped by this test: gone from the kernel's task list, never a zombie.
 	cmd := exec.Command("sleep", "0.3")
@@ -264,8 +289,15 @@ func TestTickModeAttachesNoHook(t *testing.T) {
 	tick := openTracker(t, Config{Syscalls: SyscallsTick})
 	hooks := hooksOf(t, tick)
 	t.Logf("hook-free mode's links: %v", hooks)
-	if len(hooks) != 1 || hooks["read_tasks"] != link.IterType {
-		t.Errorf("links of the hook-free mode: %v; want only read_tasks, an iterator", hooks)
+	// The pass is one call from Linux 6.8 on, one per task before (taskiter.bpf.c).
+	pass := "read_tasks"
+	if walk, err := kernelHas(kfuncHas("bpf_iter_task_new")); err != nil {
+		t.Fatal(err)
+	} else if walk {
+		pass = "walk_tasks"
+	}
+	if len(hooks) != 1 || hooks[pass] != link.IterType {
+		t.Errorf("links of the hook-free mode: %v; want only %s, an iterator", hooks, pass)
 	}
 	passive := openTracker(t, Config{Syscalls: SyscallsPassive})
 	hooks = hooksOf(t, passive)
