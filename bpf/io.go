@@ -41,12 +41,22 @@ func (t *Tracker) InFlight(tick uint64) ([]state.IORequest, error) {
 	if t.io == nil {
 		return nil, nil
 	}
+	// Read before the maps: a request added after this read moves it.
+	var added uint64
+	if err := t.io.Variables[ioVarIoAdded].Get(&added); err != nil {
+		return nil, fmt.Errorf("reading the block requests added: %w", err)
+	}
+	if t.ioEmpty && added == t.ioEmptyAt {
+		return nil, nil
+	}
 	if t.ioKeys == nil {
 		t.ioKeys, t.ioDone = make([]uint64, ioBatch), make([]ioTcIoDoneKey, ioBatch)
 		t.ioVals = make([]ioTcIo, ioBatch)
 	}
 	var reqs []state.IORequest
+	var entries int
 	add := func(key uint64, v *ioTcIo) {
+		entries++
 		r := state.IORequest{
 			Key: key, Tid: int32(v.Tid), StartNs: v.StartNs, Dev: state.Dev(v.Dev),
 			Op: state.IOOp(v.Op), Bytes: v.Bytes,
@@ -73,6 +83,7 @@ func (t *Tracker) InFlight(tick uint64) ([]state.IORequest, error) {
 			return reqs, fmt.Errorf("deleting block requests read: %w", err)
 		}
 	}
+	t.ioEmpty, t.ioEmptyAt = entries == 0, added
 	return reqs, nil
 }
 

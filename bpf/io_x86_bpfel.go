@@ -71,6 +71,7 @@ const (
 	ioProgOnRqIssue    = "on_rq_issue"
 	ioProgOnRqMerge    = "on_rq_merge"
 	ioProgOnRqRequeue  = "on_rq_requeue"
+	ioVarIoAdded       = "io_added"
 	ioVarLostIos       = "lost_ios"
 	ioVarTickNs        = "tick_ns"
 )
@@ -137,6 +138,7 @@ type ioMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ioVariableSpecs struct {
+	IoAdded *ebpf.VariableSpec `ebpf:"io_added"`
 	LostIos *ebpf.VariableSpec `ebpf:"lost_ios"`
 	TickNs  *ebpf.VariableSpec `ebpf:"tick_ns"`
 }
@@ -178,6 +180,7 @@ func (m *ioMaps) Close() error {
 //
 // It can be passed to loadIoObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ioVariables struct {
+	IoAdded *ebpf.Variable `ebpf:"io_added"`
 	LostIos *ebpf.Variable `ebpf:"lost_ios"`
 	TickNs  *ebpf.Variable `ebpf:"tick_ns"`
 }

@@ -86,6 +86,10 @@ type Tracker struct {
 	ioKeys []uint64
 	ioDone []ioTcIoDoneKey
 	ioVals []ioTcIo
+	// ioEmptyAt is the kernel side's io_added when InFlight last found no request in
+	// either map; ioEmpty says whether it did.
+	ioEmptyAt uint64
+	ioEmpty   bool
 	// spanKeys and spanVals are SpanThreads' batch buffers, likewise.
 	spanKeys []uint32
 	spanVals []threadcapTcSpanThread
