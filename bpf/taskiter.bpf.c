@@ -378,6 +378,7 @@ static __always_inline void write_view(struct record *r, struct task_struct___tc
 				       bool moved, __u64 tick)
 {
 	struct tc_view *v = &r->live;
+	__u32 nv = task->nvcsw, niv = task->nivcsw;
 	__u64 args[6] = {};
 	__s32 nr;
 	int i;
@@ -394,8 +395,8 @@ static __always_inline void write_view(struct record *r, struct task_struct___tc
 		v->state_ns[state_index(st)] -= tick - v->since_ns;
 	v->cpu_ns = it->cum[TC_ON_CPU];
 	v->cpu_at_ns = tick;
-	v->nvcsw = (__u32)task->nvcsw - it->base_nvcsw;
-	v->nivcsw = (__u32)task->nivcsw - it->base_nivcsw;
+	v->nvcsw = nv - it->base_nvcsw;
+	v->nivcsw = niv - it->base_nivcsw;
 	v->cpu = cpu;
 	nr = TC_NO_SYSCALL;
 	if (st != TC_ON_CPU && st != TC_DEAD)
@@ -408,8 +409,9 @@ static __always_inline void write_view(struct record *r, struct task_struct___tc
 	v->sc_nr = nr;
 	for (i = 0; i < 6; i++)
 		v->sc_args[i] = args[i];
-	it->nvcsw = task->nvcsw;
-	it->nivcsw = task->nivcsw;
+	/* The counts the record has: a switch after these reads is not quiet. */
+	it->nvcsw = nv;
+	it->nivcsw = niv;
 	it->quiet_state = off_cpu_state(st) ? raw : QUIET_NEVER;
 }
 
