@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//go:build ignore
+/*
+ * The tcp_ columns, read in the kernel: for each row that waits on a TCP socket, the
+ * sampler asks for (thread, descriptor, inode of the socket fd_target named) and this
+ * iterator answers them all in one run, with what ss -ti shows of the connection (the
+ * kernel's tcp_get_info and tcp_diag_get_info: the same fields, read the same way).
+ *
+ * Why here and not through sock_diag: sock_diag finds a socket by its addresses in one
+ * network namespace, through a netlink socket opened in that namespace (some 2-4 µs a
+ * socket, or a dump of all the namespace's); a socket reached from its descriptor is one
+ * pointer walk away whatever namespace it lives in, so threadcap reads it from its own
+ * (PrivateNetwork=yes included), with no netlink socket and no namespace to enter.
+ *
+ * The walk (task->files->fdt->fd[fd] -> file -> socket -> sock) reads with CO-RE probe
+ * reads: the descriptor table may change under it (the iterator runs under RCU, which
+ * keeps a table and a file from being freed, not from being replaced), so every step is
+ * checked instead: the file's inode must be a socket's with the inode asked for, the
+ * socket's file the file (private_data is a struct socket), the sock TCP. A descriptor
+ * closed and reused since fd_target named it is another inode, and gets no answer.
+ */
+#include "include/vmlinux.h"
+#include "include/bpf_helpers.h"
+#include "include/bpf_core_read.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Kernel 6.2 and newer; user space loads this object only where the kernel has them. */
+extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym __weak;
+extern void bpf_task_release(struct task_struct *p) __ksym __weak;
+
+#define AF_INET 2
+#define AF_INET6 10
+#define SOCK_STREAM 1
+#define IPPROTO_TCP 6
+#define IPPROTO_MPTCP 262
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+#define TCP_LISTEN 10
+
+/* The kernel fields read, matched by CO-RE to the running kernel's (suffixes ignored). */
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+struct inode___tc {
+	unsigned short i_mode;
+	unsigned long i_ino;
+};
+struct file___tc {
+	struct inode___tc *f_inode;
+	void *private_data;
+};
+struct fdtable___tc {
+	unsigned int max_fds;
+	struct file___tc **fd;
+};
+struct files_struct___tc {
+	struct fdtable___tc *fdt;
+};
+struct task_struct___tc {
+	struct files_struct___tc *files;
+};
+struct sock_common___tc {
+	unsigned short skc_family;
+	unsigned char skc_state;
+};
+struct sock___tc {
+	struct sock_common___tc __sk_common;
+	__u16 sk_type;
+	__u16 sk_protocol;
+	__u32 sk_ack_backlog;
+	__u32 sk_max_ack_backlog;
+};
+struct socket___tc {
+	struct file___tc *file;
+	struct sock___tc *sk;
+};
+/* An MPTCP socket's first subflow: a TCP sock (a listener's listens). */
+struct mptcp_sock___tc {
+	struct sock___tc *first;
+};
+/* struct tcp_sock starts with its struct sock (through inet_connection_sock). */
+struct tcp_sock___tc {
+	__u32 srtt_us;
+	__u32 total_retrans;
+	__u32 lost_out;
+	__u32 snd_cwnd;
+	__u32 packets_out;
+	__u32 rcv_nxt;
+	__u32 copied_seq;
+	__u32 write_seq;
+	__u32 snd_una;
+};
+struct bpf_iter_meta;
+struct bpf_iter__bpf_map_elem {
+	struct bpf_iter_meta *meta;
+	struct bpf_map *map;
+	void *key;
+	void *value;
+};
+#pragma clang attribute pop
+
+/* A connection as ss -ti shows it; state 0 when the socket asked for was not found. */
+struct tc_tcp_sock {
+	__u32 rcv_queue; /* Recv-Q: bytes received, not read (a listener: connections to accept) */
+	__u32 snd_queue; /* Send-Q: bytes written, not acknowledged (a listener: its backlog) */
+	__u32 srtt_us;
+	__u32 retrans;
+	__u32 lost;
+	__u32 cwnd;
+	__u32 unacked;
+	__u8 state; /* include/net/tcp_states.h */
+	__u8 pad[3];
+};
+
+/* One question and, after the run, its answer. */
+struct tc_tcp_ask {
+	__u64 ino; /* the socket's inode, as fd_target found it */
+	__s32 tid;
+	__s32 fd;
+	struct tc_tcp_sock sock;
+};
+
+/* The batch: user space writes asks [0, nr_asks), runs the iterator, reads the answers. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct tc_tcp_ask);
+	__uint(max_entries, 1); /* sized at load time */
+} tcp_asks SEC(".maps");
+
+/* What answer_asks iterates over: one element, for one call per batch. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} one_batch SEC(".maps");
+
+__u32 nr_asks = 0;
+
+/* sock is the TCP sock of descriptor fd of task, when its inode is ino; NULL otherwise. */
+static struct sock___tc *tcp_sock_of(struct task_struct___tc *task, __s32 fd, __u64 ino)
+{
+	struct fdtable___tc *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file___tc *file = NULL;
+	struct file___tc **fds;
+
+	if (!fdt || fd < 0 || (__u32)fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (!fds || bpf_probe_read_kernel(&file, sizeof(file), fds + fd) || !file)
+		return NULL;
+	struct inode___tc *inode = BPF_CORE_READ(file, f_inode);
+	if (!inode || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFSOCK || BPF_CORE_READ(inode, i_ino) != ino)
+		return NULL;
+	struct socket___tc *sock = BPF_CORE_READ(file, private_data);
+	if (!sock || BPF_CORE_READ(sock, file) != file)
+		return NULL;
+	struct sock___tc *sk = BPF_CORE_READ(sock, sk);
+	if (!sk)
+		return NULL;
+	unsigned short family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if ((family != AF_INET && family != AF_INET6) || BPF_CORE_READ(sk, sk_type) != SOCK_STREAM)
+		return NULL;
+	/*
+	 * Go listens with MPTCP by default (1.24); the kernel's /proc/net/tcp and sock_diag
+	 * show its first subflow, a TCP sock grafted on the same inode, so fd_target names
+	 * the socket tcp and ss shows that subflow: so does this.
+	 */
+	if (BPF_CORE_READ(sk, sk_protocol) == IPPROTO_MPTCP && bpf_core_type_exists(struct mptcp_sock___tc))
+		sk = BPF_CORE_READ((struct mptcp_sock___tc *)sk, first);
+	if (!sk || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		return NULL;
+	return sk;
+}
+
+/*
+ * read_tcp fills out as tcp_diag_get_info (the queues) and tcp_get_info (the rest) do:
+ * a listener's queues are its accept queue and backlog, its unacked the connections
+ * waiting to be accepted, and of the rest only the congestion window.
+ */
+static void read_tcp(struct sock___tc *sk, struct tc_tcp_sock *out)
+{
+	struct tcp_sock___tc *tp = (struct tcp_sock___tc *)sk;
+	__u8 state = BPF_CORE_READ(sk, __sk_common.skc_state);
+
+	out->cwnd = BPF_CORE_READ(tp, snd_cwnd);
+	if (state == TCP_LISTEN) {
+		out->rcv_queue = out->unacked = BPF_CORE_READ(sk, sk_ack_backlog);
+		out->snd_queue = BPF_CORE_READ(sk, sk_max_ack_backlog);
+	} else {
+		__s32 unread = (__s32)(BPF_CORE_READ(tp, rcv_nxt) - BPF_CORE_READ(tp, copied_seq));
+		out->rcv_queue = unread > 0 ? unread : 0;
+		out->snd_queue = BPF_CORE_READ(tp, write_seq) - BPF_CORE_READ(tp, snd_una);
+		out->srtt_us = BPF_CORE_READ(tp, srtt_us) >> 3;
+		out->retrans = BPF_CORE_READ(tp, total_retrans);
+		out->lost = BPF_CORE_READ(tp, lost_out);
+		out->unacked = BPF_CORE_READ(tp, packets_out);
+	}
+	out->state = state;
+}
+
+static long answer(__u32 i, void *unused)
+{
+	struct tc_tcp_ask *ask = bpf_map_lookup_elem(&tcp_asks, &i);
+	struct task_struct *task;
+	struct sock___tc *sk;
+
+	if (!ask)
+		return 1;
+	__builtin_memset(&ask->sock, 0, sizeof(ask->sock));
+	task = bpf_task_from_pid(ask->tid);
+	if (!task)
+		return 0;
+	sk = tcp_sock_of((struct task_struct___tc *)task, ask->fd, ask->ino);
+	if (sk)
+		read_tcp(sk, &ask->sock);
+	bpf_task_release(task);
+	return 0;
+}
+
+/*
+ * One call per batch, over a map of one element: reading the link's file to its end runs
+ * it, in the sampler's thread. bpf_loop (Linux 5.17) answers every ask in that one call.
+ */
+SEC("iter/bpf_map_elem")
+int answer_asks(struct bpf_iter__bpf_map_elem *ctx)
+{
+	if (!ctx->key || !bpf_task_from_pid || !bpf_task_release)
+		return 0;
+	bpf_loop(nr_asks, answer, NULL, 0);
+	return 0;
+}
