@@ -68,12 +68,17 @@ func startWith(t *testing.T, cfg bpf.Config, f sampler.Filter, interval time.Dur
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tr.Close() })
+	tcp, err := bpf.OpenTCPSockets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tcp.Close() })
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	rec := &recorder{t: t, watch: watch}
 	s, err := sampler.New(sampler.Config{
 		Interval: interval, Filter: f, Self: -1, Mono: bpf.Now, Wall: time.Now,
-		Stacks: tr, Log: logrus.NewEntry(log),
+		Stacks: tr, TCP: tcp, Log: logrus.NewEntry(log),
 	}, tr, rec)
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,10 @@ type Config struct {
 	// empty. Sys is the sysfs mount disks are named from ("/sys" when "").
 	IO  IOSource
 	Sys string
+	// TCP reads, in the kernel, the TCP sockets rows wait on (the tcp_ columns); nil
+	// asks sock_diag instead, in each socket's network namespace (a kernel without
+	// bpf_task_from_pid: bpf.ErrNoTCPSockets). Unused with NoFdTarget.
+	TCP TCPSource
 	// Spans reads the threads' open spans and the spans' sums, named by SpanNames (span
 	// id order); SpanSink takes each minute's sums. Nil Spans: no span columns, no
 	// spans file.
@@ -185,8 +189,10 @@ type Sampler struct {
 
 	// workloads names the container, pod and unit of each cgroup path.
 	workloads *procinfo.Workloads
-	// tcp reads the TCP state of the sockets rows wait on.
-	tcp *procinfo.TCPStates
+	// tcp finds the TCP sockets rows wait on (and reads them through sock_diag without
+	// Config.TCP); tcpRows are those of the rows since the last flush.
+	tcp     *procinfo.TCPStates
+	tcpRows tcpBatch
 }
 
 // New makes a Sampler reading src and writing to sink.
@@ -227,6 +233,7 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 		updates: newUpdates(),
 		losses:  newLosses(cfg.StackEntries),
 		spans:   spans{open: map[uint32]openSpan{}},
+		tcpRows: tcpBatch{log: rateLimit{every: time.Minute}},
 	}
 	s.workloads, s.tcp = procinfo.NewWorkloads(), procinfo.NewTCPStates(cfg.ProcRoot)
 	if cfg.IO != nil {

@@ -145,9 +145,10 @@ func (s *Sampler) Tick(wall time.Time) error {
 // 10 MB more at the daemon's peak, 40 MB with 50,000 threads.
 const rowBatch = 1024
 
-// flush hands the tick's rows so far to the sink. The last flush of a tick is made even
+// flush hands the tick's rows so far to the sink, with their TCP sockets read in one batch. The last flush of a tick is made even
 // without rows: the sink learns of the tick (and of a new hour) either way.
 func (s *Sampler) flush(wall time.Time) {
+	s.fillTCP(wall)
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.Rows(wall, s.rows)
 	}
@@ -307,7 +308,7 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 		row.Args = th.Args
 		if !s.cfg.NoFdTarget {
 			row.FdTarget = s.fds.Target(row.Syscall, th.Args[0], th.Pid, th.Tid, th.SyscallNs, wall)
-			row.TCP = s.tcp.Of(s.fds, row.Syscall, th.Args, th.Pid, th.Tid, th.SyscallNs, row.FdTarget, wall)
+			s.askTCP(&row, th, wall)
 		}
 		if th.SyscallNs != 0 && mono > th.SyscallNs {
 			row.SyscallUs = int64(mono-th.SyscallNs) / 1000

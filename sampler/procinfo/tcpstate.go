@@ -66,17 +66,26 @@ func IsTCP(target string) bool {
 	return strings.HasPrefix(target, "tcp ") || strings.HasPrefix(target, "tcp6 ")
 }
 
-// Of is the state at tick of the TCP socket a row's syscall waits on, if any: the
-// descriptor fds named target, or the one a poll or epoll wait waits on (see tcpSocket).
-// State is "" for other rows, and when it cannot be told (the socket is gone, or its
-// namespace cannot be entered).
-func (c *TCPStates) Of(fds *FdTargets, syscall string, args [6]uint64, pid, tid int32, sinceNs uint64, target string, tick time.Time) state.TCPInfo {
+// TCPSocket is the TCP socket a row's syscall waits on: descriptor Fd of thread Tid of
+// process Pid, whose inode is Ino and fd_target Target.
+type TCPSocket struct {
+	Pid, Tid, Fd int32
+	Ino          uint64
+	Target       string
+}
+
+// Socket is the TCP socket a row's syscall waits on, if any: the descriptor fds named
+// target, or the one a poll or epoll wait waits on (see tcpSocket). false for other rows.
+func (c *TCPStates) Socket(fds *FdTargets, syscall string, args [6]uint64, pid, tid int32, sinceNs uint64, target string, tick time.Time) (TCPSocket, bool) {
 	c.at(tick)
-	ino, target, ok := fds.tcpSocket(c.waits, syscall, args, pid, tid, sinceNs, target, tick)
-	if !ok {
-		return state.TCPInfo{}
-	}
-	return c.socket(pid, ino, target, tick)
+	return fds.tcpSocket(c.waits, syscall, args, pid, tid, sinceNs, target, tick)
+}
+
+// Diag is the state at tick of sock as sock_diag shows it: for kernels that cannot read
+// sockets in BPF (bpf.ErrNoTCPSockets). State is "" when it cannot be told (the socket is
+// gone, or its namespace cannot be entered).
+func (c *TCPStates) Diag(sock TCPSocket, tick time.Time) state.TCPInfo {
+	return c.socket(sock.Pid, sock.Ino, sock.Target, tick)
 }
 
 // socket is the state at tick of TCP socket ino, open in process pid, which fd_target
@@ -226,6 +235,14 @@ const (
 var tcpStateNames = [...]string{1: "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2",
 	"TIME_WAIT", "CLOSE", "CLOSE_WAIT", "LAST_ACK", "LISTEN", "CLOSING", "NEW_SYN_RECV"}
 
+// TCPStateName is the kernel's name of TCP state st, as the tcp_state column shows it.
+func TCPStateName(st uint8) string {
+	if int(st) < len(tcpStateNames) && tcpStateNames[st] != "" {
+		return tcpStateNames[st]
+	}
+	return "STATE_" + strconv.Itoa(int(st))
+}
+
 // dump reads every TCP socket of the namespace, IPv4 then IPv6, into byIno. A family
 // that fails (IPv6 turned off: no handler for it) leaves the other's sockets; the dump fails
 // only when both do.
@@ -303,16 +320,11 @@ func parseDiagMsg(msg []byte) (uint32, state.TCPInfo, bool) {
 		return 0, state.TCPInfo{}, false
 	}
 	ne := nativeEndian
-	st := int(msg[1])
 	info := state.TCPInfo{
 		RcvQueue: int64(ne.Uint32(msg[56:])),
 		SndQueue: int64(ne.Uint32(msg[60:])),
 	}
-	if st < len(tcpStateNames) && tcpStateNames[st] != "" {
-		info.State = tcpStateNames[st]
-	} else {
-		info.State = "STATE_" + strconv.Itoa(st)
-	}
+	info.State = TCPStateName(msg[1])
 	ino := ne.Uint32(msg[68:])
 	for a := msg[sizeofInetDiagMsg:]; len(a) >= sizeofRtAttr; {
 		l := int(ne.Uint16(a[0:]))

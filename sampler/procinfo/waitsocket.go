@@ -14,20 +14,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// tcpSocket is the inode and fd_target of the TCP socket a syscall waits on: the descriptor fd_target
+// tcpSocket is the TCP socket a syscall of thread tid waits on: the descriptor fd_target
 // named (target), or else the one descriptor a poll or an epoll wait waits on (a client
 // waiting for its server's answer: libpq, curl). false for every other row, select's
 // included: its sets are bitmaps as wide as the highest descriptor, read for little.
 // What a poll or epoll wait waits on is looked up once per call (waits): a poll's
 // descriptors are the kernel's copy, made at its start; an epoll's targets could change
 // meanwhile, as fd_target's file could be replaced, and are taken as they were.
-func (c *FdTargets) tcpSocket(waits *waitCache, name string, args [6]uint64, pid, tid int32, sinceNs uint64, target string, now time.Time) (uint64, string, bool) {
+func (c *FdTargets) tcpSocket(waits *waitCache, name string, args [6]uint64, pid, tid int32, sinceNs uint64, target string, now time.Time) (TCPSocket, bool) {
 	if IsTCP(target) {
 		ino, ok := c.tcpInode(pid, args[0], target)
-		return ino, target, ok
+		return TCPSocket{Pid: pid, Tid: tid, Fd: int32(args[0]), Ino: ino, Target: target}, ok
 	}
 	if !waitSyscalls[name] {
-		return 0, "", false
+		return TCPSocket{}, false
 	}
 	w := waits.calls[tid]
 	if w == nil || w.sinceNs != sinceNs || sinceNs == 0 {
@@ -48,15 +48,15 @@ func (c *FdTargets) tcpSocket(waits *waitCache, name string, args [6]uint64, pid
 	}
 	w.used = now
 	if !w.ok {
-		return 0, "", false
+		return TCPSocket{}, false
 	}
 	// Named as a read of it would be, and cached with the same rules.
 	t := c.Target("read", uint64(w.fd), pid, tid, sinceNs, now)
 	if !IsTCP(t) {
-		return 0, "", false
+		return TCPSocket{}, false
 	}
 	ino, ok := c.tcpInode(pid, uint64(w.fd), t)
-	return ino, t, ok
+	return TCPSocket{Pid: pid, Tid: tid, Fd: w.fd, Ino: ino, Target: t}, ok
 }
 
 // waitSyscalls are the syscalls waitedFd looks into.

@@ -46,9 +46,9 @@ func TestTCPSocketOfPollAndEpoll(t *testing.T) {
 		found bool
 	}{{"poll", one, true}, {"ppoll", one, true}, {"poll", two, false}} {
 		args := [6]uint64{uint64(uintptr(unsafe.Pointer(&tc.fds[0]))), uint64(len(tc.fds))}
-		got, _, ok := c.tcpSocket(waits, tc.name, args, pid, pid, 0, "", now)
-		if ok != tc.found || (ok && got != ino) {
-			t.Errorf("%s on %d descriptors: socket %d, %v; want %d, %v", tc.name, len(tc.fds), got, ok, ino, tc.found)
+		got, ok := c.tcpSocket(waits, tc.name, args, pid, pid, 0, "", now)
+		if ok != tc.found || (ok && (got.Ino != ino || got.Fd != fd)) {
+			t.Errorf("%s on %d descriptors: socket %+v, %v; want fd %d, inode %d, %v", tc.name, len(tc.fds), got, ok, fd, ino, tc.found)
 		}
 	}
 
@@ -61,8 +61,8 @@ func TestTCPSocketOfPollAndEpoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := [6]uint64{uint64(ep)}
-	if got, _, ok := c.tcpSocket(waits, "epoll_wait", args, pid, pid, 0, "anon_inode:[eventpoll]", now); !ok || got != ino {
-		t.Errorf("epoll_wait on one socket: %d, %v; want %d", got, ok, ino)
+	if got, ok := c.tcpSocket(waits, "epoll_wait", args, pid, pid, 0, "anon_inode:[eventpoll]", now); !ok || got.Ino != ino || got.Fd != fd {
+		t.Errorf("epoll_wait on one socket: %+v, %v; want fd %d, inode %d", got, ok, fd, ino)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -73,21 +73,21 @@ func TestTCPSocketOfPollAndEpoll(t *testing.T) {
 	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, int(r.Fd()), &unix.EpollEvent{Events: unix.EPOLLIN}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, ok := c.tcpSocket(waits, "epoll_pwait", args, pid, pid, 0, "anon_inode:[eventpoll]", now.Add(time.Second)); ok {
-		t.Errorf("epoll_pwait on a socket and a pipe: socket %d, want none", got)
+	if got, ok := c.tcpSocket(waits, "epoll_pwait", args, pid, pid, 0, "anon_inode:[eventpoll]", now.Add(time.Second)); ok {
+		t.Errorf("epoll_pwait on a socket and a pipe: socket %+v, want none", got)
 	}
 	// An epoll found with several targets is not read again for a while: when it comes
 	// down to one, its waits show no socket until then, never a wrong one.
 	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_DEL, int(r.Fd()), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok := c.tcpSocket(waits, "epoll_wait", args, pid, pid, 0, "anon_inode:[eventpoll]", now.Add(2*time.Second)); ok {
+	if _, ok := c.tcpSocket(waits, "epoll_wait", args, pid, pid, 0, "anon_inode:[eventpoll]", now.Add(2*time.Second)); ok {
 		t.Error("an epoll found with several targets a second ago was read again")
 	}
-	if got, _, ok := c.tcpSocket(waits, "epoll_wait", args, pid, pid, 0, "anon_inode:[eventpoll]", now.Add(IdleProcess+2*time.Second)); !ok || got != ino {
-		t.Errorf("an epoll down to one target, after %v: %d, %v; want %d", IdleProcess, got, ok, ino)
+	if got, ok := c.tcpSocket(waits, "epoll_wait", args, pid, pid, 0, "anon_inode:[eventpoll]", now.Add(IdleProcess+2*time.Second)); !ok || got.Ino != ino {
+		t.Errorf("an epoll down to one target, after %v: %+v, %v; want inode %d", IdleProcess, got, ok, ino)
 	}
-	if _, _, ok := c.tcpSocket(waits, "select", [6]uint64{uint64(fd) + 1}, pid, pid, 0, "", now); ok {
+	if _, ok := c.tcpSocket(waits, "select", [6]uint64{uint64(fd) + 1}, pid, pid, 0, "", now); ok {
 		t.Error("select: a socket, want none")
 	}
 }

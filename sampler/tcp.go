@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sampler
+
+import (
+	"time"
+
+	"github.com/threadcap/threadcap/bpf"
+	"github.com/threadcap/threadcap/sampler/procinfo"
+	"github.com/threadcap/threadcap/state"
+)
+
+// TCPSource reads TCP sockets in the kernel, a batch of asks at a time, each answered in
+// place; *bpf.TCPSockets implements it.
+type TCPSource interface {
+	Read(asks []bpf.TCPAsk) error
+}
+
+// tcpBatch is the rows of s.rows that wait on a TCP socket, and the sockets: a row finds
+// its socket as it is made (addRow), and the batch's rows get their sockets' state just
+// before they are handed to the sink (fill), with one run of the kernel side for all.
+type tcpBatch struct {
+	rows  []int // indexes in s.rows
+	socks []procinfo.TCPSocket
+	asks  []bpf.TCPAsk // fill's, kept from batch to batch
+	log   rateLimit
+}
+
+// askTCP notes that row, about to be appended to s.rows, waits on a TCP socket, if it does.
+func (s *Sampler) askTCP(row *state.Sample, th *state.Thread, wall time.Time) {
+	sock, ok := s.tcp.Socket(s.fds, row.Syscall, th.Args, th.Pid, th.Tid, th.SyscallNs, row.FdTarget, wall)
+	if !ok {
+		return
+	}
+	s.tcpRows.rows = append(s.tcpRows.rows, len(s.rows))
+	s.tcpRows.socks = append(s.tcpRows.socks, sock)
+}
+
+// fillTCP gives the rows of the batch that wait on a TCP socket its state: read in the
+// kernel with cfg.TCP, else from sock_diag (a kernel without bpf_task_from_pid).
+func (s *Sampler) fillTCP(wall time.Time) {
+	b := &s.tcpRows
+	defer func() { b.rows, b.socks = b.rows[:0], b.socks[:0] }()
+	if len(b.rows) == 0 {
+		return
+	}
+	if s.cfg.TCP == nil {
+		for i, r := range b.rows {
+			s.rows[r].TCP = s.tcp.Diag(b.socks[i], wall)
+		}
+		return
+	}
+	b.asks = b.asks[:0]
+	for _, sock := range b.socks {
+		b.asks = append(b.asks, bpf.TCPAsk{Tid: sock.Tid, Fd: sock.Fd, Ino: sock.Ino})
+	}
+	if err := s.cfg.TCP.Read(b.asks); err != nil {
+		if b.log.allow(wall) {
+			s.cfg.Log.WithError(err).Warn("reading TCP sockets failed: the tcp_ columns of this tick's rows are empty")
+		}
+		return
+	}
+	for i, r := range b.rows {
+		s.rows[r].TCP = tcpInfo(b.asks[i].Sock)
+	}
+}
+
+// tcpInfo is the tcp_ columns of what the kernel side read of a socket.
+func tcpInfo(k bpf.TCPSock) state.TCPInfo {
+	if k.State == 0 {
+		return state.TCPInfo{}
+	}
+	return state.TCPInfo{
+		State: procinfo.TCPStateName(k.State), SrttUs: int64(k.SrttUs), Retrans: int64(k.Retrans),
+		Lost: int64(k.Lost), Cwnd: int64(k.Cwnd), Unacked: int64(k.Unacked),
+		RcvQueue: int64(k.RcvQueue), SndQueue: int64(k.SndQueue),
+	}
+}

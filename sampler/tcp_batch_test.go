@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sampler
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/threadcap/threadcap/bpf"
+	"github.com/threadcap/threadcap/sampler/procinfo"
+	"github.com/threadcap/threadcap/state"
+)
+
+// fakeTCP answers asks from its sockets, by (tid, fd, inode), as the kernel side would, and
+// counts its runs.
+type fakeTCP struct {
+	socks map[bpf.TCPAsk]bpf.TCPSock
+	runs  int
+	asked int
+	err   error
+}
+
+func (f *fakeTCP) Read(asks []bpf.TCPAsk) error {
+	f.runs++
+	f.asked += len(asks)
+	if f.err != nil {
+		return f.err
+	}
+	for i := range asks {
+		asks[i].Sock = f.socks[bpf.TCPAsk{Tid: asks[i].Tid, Fd: asks[i].Fd, Ino: asks[i].Ino}]
+	}
+	return nil
+}
+
+// TestTCPRowsFilledInOneBatch makes a batch of rows, some waiting on TCP sockets, and
+// expects each of those to get its own socket's state, from one read of the kernel side at
+// the flush, the others none; a socket the kernel side did not find gives an empty state.
+// A failed read leaves the columns empty, and the next batch starts afresh.
+func TestTCPRowsFilledInOneBatch(t *testing.T) {
+	r := newRig(t, Filter{})
+	tcp := &fakeTCP{socks: map[bpf.TCPAsk]bpf.TCPSock{
+		{Tid: 10, Fd: 3, Ino: 100}: {State: 1, SrttUs: 250, Retrans: 2, Lost: 1, Cwnd: 10, Unacked: 4, RcvQueue: 7, SndQueue: 9000},
+		{Tid: 12, Fd: 5, Ino: 101}: {State: 8, Cwnd: 10},
+		{Tid: 13, Fd: 7, Ino: 102}: {State: 10, RcvQueue: 3, SndQueue: 4096, Unacked: 3, Cwnd: 10},
+	}}
+	s := r.s
+	s.cfg.TCP = tcp
+	wall := time.Unix(100, 0)
+	add := func(tid int32, sock *procinfo.TCPSocket) {
+		if sock != nil {
+			s.tcpRows.rows = append(s.tcpRows.rows, len(s.rows))
+			s.tcpRows.socks = append(s.tcpRows.socks, *sock)
+		}
+		s.rows = append(s.rows, state.Sample{Tid: tid})
+	}
+	add(10, &procinfo.TCPSocket{Pid: 10, Tid: 10, Fd: 3, Ino: 100})
+	add(11, nil)
+	add(12, &procinfo.TCPSocket{Pid: 10, Tid: 12, Fd: 5, Ino: 101})
+	add(13, &procinfo.TCPSocket{Pid: 10, Tid: 13, Fd: 7, Ino: 102})
+	add(14, &procinfo.TCPSocket{Pid: 10, Tid: 14, Fd: 3, Ino: 999}) // the number reused since
+	s.flush(wall)
+
+	if tcp.runs != 1 || tcp.asked != 4 {
+		t.Errorf("%d reads of %d asks, want 1 of 4", tcp.runs, tcp.asked)
+	}
+	rows := map[int32]state.TCPInfo{}
+	for _, row := range r.sink.ticks[len(r.sink.ticks)-1] {
+		rows[row.Tid] = row.TCP
+	}
+	for tid, want := range map[int32]state.TCPInfo{
+		10: {State: "ESTABLISHED", SrttUs: 250, Retrans: 2, Lost: 1, Cwnd: 10, Unacked: 4, RcvQueue: 7, SndQueue: 9000},
+		11: {},
+		12: {State: "CLOSE_WAIT", Cwnd: 10},
+		13: {State: "LISTEN", RcvQueue: 3, SndQueue: 4096, Unacked: 3, Cwnd: 10},
+		14: {},
+	} {
+		if rows[tid] != want {
+			t.Errorf("thread %d: %+v, want %+v", tid, rows[tid], want)
+		}
+	}
+	if len(s.tcpRows.rows) != 0 || len(s.tcpRows.socks) != 0 {
+		t.Errorf("the flushed batch's sockets are still asked for: %v", s.tcpRows.rows)
+	}
+
+	tcp.err = errors.New("the iterator failed")
+	add(20, nil)
+	add(10, &procinfo.TCPSocket{Pid: 10, Tid: 10, Fd: 3, Ino: 100})
+	s.flush(wall)
+	if got := r.sink.ticks[len(r.sink.ticks)-1]; len(got) != 2 || got[1].TCP != (state.TCPInfo{}) {
+		t.Errorf("rows of a failed read: %+v, want two, with no TCP state", got)
+	}
+	tcp.err = nil
+	add(10, &procinfo.TCPSocket{Pid: 10, Tid: 10, Fd: 3, Ino: 100})
+	s.flush(wall)
+	if got := r.sink.ticks[len(r.sink.ticks)-1]; len(got) != 1 || got[0].TCP.State != "ESTABLISHED" || tcp.asked != 6 {
+		t.Errorf("the batch after a failed read: %+v after %d asks, want ESTABLISHED after 6", got, tcp.asked)
+	}
+}
+
+// TestTCPStateNames names the kernel's TCP states as ss -ti's sock_diag path always has.
+func TestTCPStateNames(t *testing.T) {
+	for st, want := range map[uint8]string{1: "ESTABLISHED", 2: "SYN_SENT", 8: "CLOSE_WAIT", 7: "CLOSE", 10: "LISTEN", 99: "STATE_99"} {
+		if got := tcpInfo(bpf.TCPSock{State: st}).State; got != want {
+			t.Errorf("state %d: %q, want %q", st, got, want)
+		}
+	}
+	if got := tcpInfo(bpf.TCPSock{Cwnd: 10}); got != (state.TCPInfo{}) {
+		t.Errorf("a socket not found: %+v, want no state", got)
+	}
+}
