@@ -43,7 +43,8 @@ var Features = []Feature{
 		has: tracepointArgs("sched_switch", 4)},
 	{Name: "bpf_task_from_pid", Since: "6.2",
 		Without: "a thread that leaves a CPU with no sched_switch event is taken to have slept from then, " +
-			"instead of in the state the kernel shows",
+			"instead of in the state the kernel shows; and the tcp_ columns are asked of sock_diag " +
+			"(some 4 µs a row, only in network namespaces threadcap can enter) instead of read in the kernel",
 		has: kfuncHas("bpf_task_from_pid")},
 }
 

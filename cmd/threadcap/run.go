@@ -136,6 +136,15 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 	if cfg.IO {
 		io = tracker
 	}
+	tcp, err := openTCPSockets(cfg.Columns.FdTarget, log)
+	if err != nil {
+		return err
+	}
+	var tcpSource sampler.TCPSource
+	if tcp != nil {
+		tcpSource = tcp
+		defer func() { err = errors.Join(err, tcp.Close()) }()
+	}
 	s, err := sampler.New(sampler.Config{
 		Interval:   cfg.Interval(),
 		Filter:     filterOf(&cfg),
@@ -147,6 +156,7 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 		StackStates:  cfg.Stacks.Kernel.States(),
 		StackEntries: cfg.Stacks.Entries,
 		IO:           io,
+		TCP:          tcpSource,
 		Spans:        spanSource,
 		SpanNames:    spans.names,
 		SpanSink:     writer,
@@ -262,4 +272,19 @@ func newShipper(cfg *config.Config) (*ship.Shipper, error) {
 		return nil, config.UsageError{Err: err}
 	}
 	return ship.New(cfg.Shipper(logrus.WithField(fieldComponent, "ship")), creds)
+}
+
+// openTCPSockets opens the kernel side of the tcp_ columns, which fd_target's rows need.
+// A kernel that cannot read sockets in BPF (older than 6.2) leaves it nil: the sampler
+// asks sock_diag instead.
+func openTCPSockets(fdTarget bool, log *logrus.Entry) (*bpf.TCPSockets, error) {
+	if !fdTarget {
+		return nil, nil
+	}
+	tcp, err := bpf.OpenTCPSockets()
+	if errors.Is(err, bpf.ErrNoTCPSockets) {
+		log.WithError(err).Warn("the tcp_ columns are read through sock_diag: some 4 µs a row, and only in network namespaces threadcap can enter")
+		return nil, nil
+	}
+	return tcp, err
 }
