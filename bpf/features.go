@@ -46,6 +46,10 @@ var Features = []Feature{
 			"instead of in the state the kernel shows; and the tcp_ columns are asked of sock_diag " +
 			"(some 4 µs a row, only in network namespaces threadcap can enter) instead of read in the kernel",
 		has: kfuncHas("bpf_task_from_pid")},
+	{Name: "bpf_rdonly_cast", Since: "6.2",
+		Without: "the tcp_ columns are asked of sock_diag (some 4 µs a row, only in network namespaces " +
+			"threadcap can enter) instead of read in the kernel",
+		has: kfuncHas("bpf_rdonly_cast")},
 }
 
 // Missing are the features of the running kernel's BTF that it lacks, for syscall mode

@@ -12,10 +12,10 @@
  * pointer walk away whatever namespace it lives in, so threadcap reads it from its own
  * (PrivateNetwork=yes included), with no netlink socket and no namespace to enter.
  *
- * The walk (task->files->fdt->fd[fd] -> file -> socket -> sock) reads with CO-RE probe
- * reads: the descriptor table may change under it (the iterator runs under RCU, which
- * keeps a table and a file from being freed, not from being replaced), so every step is
- * checked instead: the file's inode must be a socket's with the inode asked for, the
+ * The walk (task->files->fdt->fd[fd] -> file -> socket -> sock) loads fields directly, as
+ * untrusted pointers, which a fault cannot crash on: the descriptor table may change under
+ * it (the iterator runs under RCU, which keeps a table and a file from being freed, not
+ * from being replaced), so every step is checked instead: the file's inode must be a socket's with the inode asked for, the
  * socket's file the file (private_data is a struct socket), the sock TCP. A descriptor
  * closed and reused since fd_target named it is another inode, and gets no answer.
  */
@@ -137,38 +137,51 @@ struct {
 
 __u32 nr_asks = 0;
 
-/* sock is the TCP sock of descriptor fd of task, when its inode is ino; NULL otherwise. */
+/*
+ * bpf_rdonly_cast (Linux 6.2) makes an address read with bpf_probe_read_kernel a pointer to
+ * a kernel type again, whose fields then load directly (each a plain load the JIT guards
+ * with an exception table entry), rather than through a helper call a field.
+ */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+#define kernel_cast(p, type) ((struct type *)bpf_rdonly_cast((p), bpf_core_type_id_kernel(struct type)))
+
+/* The TCP sock of descriptor fd of task, when its inode is ino; NULL otherwise. */
 static struct sock___tc *tcp_sock_of(struct task_struct___tc *task, __s32 fd, __u64 ino)
 {
-	struct fdtable___tc *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file___tc *file = NULL;
+	struct files_struct___tc *files = task->files;
+	struct fdtable___tc *fdt;
 	struct file___tc **fds;
+	void *entry = NULL;
 
-	if (!fdt || fd < 0 || (__u32)fd >= BPF_CORE_READ(fdt, max_fds))
+	if (!files)
 		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
-	if (!fds || bpf_probe_read_kernel(&file, sizeof(file), fds + fd) || !file)
+	fdt = files->fdt;
+	if (!fdt || fd < 0 || (__u32)fd >= fdt->max_fds)
 		return NULL;
-	struct inode___tc *inode = BPF_CORE_READ(file, f_inode);
-	if (!inode || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFSOCK || BPF_CORE_READ(inode, i_ino) != ino)
+	fds = fdt->fd;
+	if (!fds || bpf_probe_read_kernel(&entry, sizeof(entry), fds + fd) || !entry)
 		return NULL;
-	struct socket___tc *sock = BPF_CORE_READ(file, private_data);
-	if (!sock || BPF_CORE_READ(sock, file) != file)
+	struct file___tc *file = kernel_cast(entry, file___tc);
+	struct inode___tc *inode = file->f_inode;
+	if (!inode || (inode->i_mode & S_IFMT) != S_IFSOCK || inode->i_ino != ino)
 		return NULL;
-	struct sock___tc *sk = BPF_CORE_READ(sock, sk);
+	struct socket___tc *sock = kernel_cast(file->private_data, socket___tc);
+	if (!sock || (void *)sock->file != entry)
+		return NULL;
+	struct sock___tc *sk = sock->sk;
 	if (!sk)
 		return NULL;
-	unsigned short family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	if ((family != AF_INET && family != AF_INET6) || BPF_CORE_READ(sk, sk_type) != SOCK_STREAM)
+	unsigned short family = sk->__sk_common.skc_family;
+	if ((family != AF_INET && family != AF_INET6) || sk->sk_type != SOCK_STREAM)
 		return NULL;
 	/*
 	 * Go listens with MPTCP by default (1.24); the kernel's /proc/net/tcp and sock_diag
 	 * show its first subflow, a TCP sock grafted on the same inode, so fd_target names
 	 * the socket tcp and ss shows that subflow: so does this.
 	 */
-	if (BPF_CORE_READ(sk, sk_protocol) == IPPROTO_MPTCP && bpf_core_type_exists(struct mptcp_sock___tc))
-		sk = BPF_CORE_READ((struct mptcp_sock___tc *)sk, first);
-	if (!sk || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+	if (sk->sk_protocol == IPPROTO_MPTCP && bpf_core_type_exists(struct mptcp_sock___tc))
+		sk = kernel_cast(sk, mptcp_sock___tc)->first;
+	if (!sk || sk->sk_protocol != IPPROTO_TCP)
 		return NULL;
 	return sk;
 }
@@ -180,21 +193,21 @@ static struct sock___tc *tcp_sock_of(struct task_struct___tc *task, __s32 fd, __
  */
 static void read_tcp(struct sock___tc *sk, struct tc_tcp_sock *out)
 {
-	struct tcp_sock___tc *tp = (struct tcp_sock___tc *)sk;
-	__u8 state = BPF_CORE_READ(sk, __sk_common.skc_state);
+	struct tcp_sock___tc *tp = kernel_cast(sk, tcp_sock___tc);
+	__u8 state = sk->__sk_common.skc_state;
 
-	out->cwnd = BPF_CORE_READ(tp, snd_cwnd);
+	out->cwnd = tp->snd_cwnd;
 	if (state == TCP_LISTEN) {
-		out->rcv_queue = out->unacked = BPF_CORE_READ(sk, sk_ack_backlog);
-		out->snd_queue = BPF_CORE_READ(sk, sk_max_ack_backlog);
+		out->rcv_queue = out->unacked = sk->sk_ack_backlog;
+		out->snd_queue = sk->sk_max_ack_backlog;
 	} else {
-		__s32 unread = (__s32)(BPF_CORE_READ(tp, rcv_nxt) - BPF_CORE_READ(tp, copied_seq));
+		__s32 unread = (__s32)(tp->rcv_nxt - tp->copied_seq);
 		out->rcv_queue = unread > 0 ? unread : 0;
-		out->snd_queue = BPF_CORE_READ(tp, write_seq) - BPF_CORE_READ(tp, snd_una);
-		out->srtt_us = BPF_CORE_READ(tp, srtt_us) >> 3;
-		out->retrans = BPF_CORE_READ(tp, total_retrans);
-		out->lost = BPF_CORE_READ(tp, lost_out);
-		out->unacked = BPF_CORE_READ(tp, packets_out);
+		out->snd_queue = tp->write_seq - tp->snd_una;
+		out->srtt_us = tp->srtt_us >> 3;
+		out->retrans = tp->total_retrans;
+		out->lost = tp->lost_out;
+		out->unacked = tp->packets_out;
 	}
 	out->state = state;
 }
@@ -225,7 +238,7 @@ static long answer(__u32 i, void *unused)
 SEC("iter/bpf_map_elem")
 int answer_asks(struct bpf_iter__bpf_map_elem *ctx)
 {
-	if (!ctx->key || !bpf_task_from_pid || !bpf_task_release)
+	if (!ctx->key || !bpf_task_from_pid || !bpf_task_release || !bpf_rdonly_cast)
 		return 0;
 	bpf_loop(nr_asks, answer, NULL, 0);
 	return 0;

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 )
@@ -26,8 +27,8 @@ type TCPSock = tcpsockTcTcpSock
 const MaxTCPAsks = 1024
 
 // ErrNoTCPSockets means the kernel cannot read sockets from a thread's descriptors: it lacks
-// bpf_task_from_pid (Linux 6.2).
-var ErrNoTCPSockets = errors.New("the kernel lacks bpf_task_from_pid (Linux 6.2): TCP sockets are not read in the kernel")
+// bpf_task_from_pid or bpf_rdonly_cast (both Linux 6.2).
+var ErrNoTCPSockets = errors.New("the kernel lacks bpf_task_from_pid or bpf_rdonly_cast (Linux 6.2): TCP sockets are not read in the kernel")
 
 // TCPSockets owns the program that reads TCP sockets by descriptor (tcpsock.bpf.c), and
 // its link: an iterator that, run once, answers a batch of asks.
@@ -40,7 +41,9 @@ type TCPSockets struct {
 // OpenTCPSockets loads the program and makes its link; ErrNoTCPSockets on a kernel that
 // lacks what it needs. On error nothing stays loaded.
 func OpenTCPSockets() (s *TCPSockets, err error) {
-	ok, err := kernelHas(kfuncHas("bpf_task_from_pid"))
+	ok, err := kernelHas(func(spec *btf.Spec) bool {
+		return kfuncHas("bpf_task_from_pid")(spec) && kfuncHas("bpf_rdonly_cast")(spec)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +83,7 @@ func OpenTCPSockets() (s *TCPSockets, err error) {
 
 // Read answers asks in place: each one's Sock is what the kernel shows of its socket now,
 // or zero. A batch costs two map calls and one run of the program, which reads every
-// socket with a few pointer reads, in whatever network namespace it lives.
+// socket with a few pointer loads, in whatever network namespace it lives.
 func (s *TCPSockets) Read(asks []TCPAsk) error {
 	for len(asks) > 0 {
 		n := min(len(asks), MaxTCPAsks)
