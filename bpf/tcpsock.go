@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -35,7 +37,8 @@ var ErrNoTCPSockets = errors.New("the kernel lacks bpf_task_from_pid or bpf_rdon
 type TCPSockets struct {
 	coll *ebpf.Collection
 	link *link.Iter
-	keys []uint32 // 0 .. MaxTCPAsks-1, for the batch calls
+	mem  []byte   // the mapping of the asks array
+	asks []TCPAsk // mem, as asks
 }
 
 // OpenTCPSockets loads the program and makes its link; ErrNoTCPSockets on a kernel that
@@ -62,16 +65,22 @@ func OpenTCPSockets() (s *TCPSockets, err error) {
 	if err != nil {
 		return nil, explain(fmt.Errorf("loading the TCP socket reader: %w", err))
 	}
-	s = &TCPSockets{coll: coll, keys: make([]uint32, MaxTCPAsks)}
+	s = &TCPSockets{coll: coll}
 	defer func() {
 		if err != nil {
 			s.Close()
 			s = nil
 		}
 	}()
-	for i := range s.keys {
-		s.keys[i] = uint32(i)
+	asks := coll.Maps[tcpsockMapTcpAsks]
+	if int(asks.ValueSize()) != int(unsafe.Sizeof(TCPAsk{})) {
+		return nil, fmt.Errorf("an ask is %d bytes in the kernel object but %d in Go", asks.ValueSize(), unsafe.Sizeof(TCPAsk{}))
 	}
+	s.mem, err = syscall.Mmap(asks.FD(), 0, MaxTCPAsks*int(unsafe.Sizeof(TCPAsk{})), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mapping the TCP asks: %w", err)
+	}
+	s.asks = unsafe.Slice((*TCPAsk)(unsafe.Pointer(&s.mem[0])), MaxTCPAsks)
 	s.link, err = link.AttachIter(link.IterOptions{
 		Program: coll.Programs[tcpsockProgAnswerAsks], Map: coll.Maps[tcpsockMapOneBatch],
 	})
@@ -82,8 +91,9 @@ func OpenTCPSockets() (s *TCPSockets, err error) {
 }
 
 // Read answers asks in place: each one's Sock is what the kernel shows of its socket now,
-// or zero. A batch costs two map calls and one run of the program, which reads every
-// socket with a few pointer loads, in whatever network namespace it lives.
+// or zero. A batch costs one run of the program (the asks and answers go through memory
+// shared with it), which reads every socket with a few pointer loads, in whatever network
+// namespace it lives.
 func (s *TCPSockets) Read(asks []TCPAsk) error {
 	for len(asks) > 0 {
 		n := min(len(asks), MaxTCPAsks)
@@ -96,11 +106,7 @@ func (s *TCPSockets) Read(asks []TCPAsk) error {
 }
 
 func (s *TCPSockets) readBatch(asks []TCPAsk) error {
-	keys := s.keys[:len(asks)]
-	asksMap := s.coll.Maps[tcpsockMapTcpAsks]
-	if _, err := asksMap.BatchUpdate(keys, asks, nil); err != nil {
-		return fmt.Errorf("writing the TCP asks: %w", err)
-	}
+	copy(s.asks, asks)
 	if err := s.coll.Variables[tcpsockVarNrAsks].Set(uint32(len(asks))); err != nil {
 		return fmt.Errorf("setting the TCP asks: %w", err)
 	}
@@ -112,14 +118,7 @@ func (s *TCPSockets) readBatch(asks []TCPAsk) error {
 	if err = errors.Join(err, rd.Close()); err != nil {
 		return fmt.Errorf("running the TCP socket reader: %w", err)
 	}
-	var cursor ebpf.MapBatchCursor
-	n, err := asksMap.BatchLookup(&cursor, keys, asks, nil)
-	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("reading the TCP answers: %w", err)
-	}
-	if n != len(asks) {
-		return fmt.Errorf("reading the TCP answers: %d of %d", n, len(asks))
-	}
+	copy(asks, s.asks)
 	return nil
 }
 
@@ -133,6 +132,10 @@ func (s *TCPSockets) Close() error {
 	if s.link != nil {
 		err = s.link.Close()
 		s.link = nil
+	}
+	if s.mem != nil {
+		err = errors.Join(err, syscall.Munmap(s.mem))
+		s.mem, s.asks = nil, nil
 	}
 	if s.coll != nil {
 		s.coll.Close()
