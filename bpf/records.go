@@ -218,19 +218,30 @@ func (t *Tracker) Scan(since, tick uint64, keep func(tid int32) bool, fn func(sl
 	n := t.Slots()
 	t.records.mu.RLock()
 	defer t.records.mu.RUnlock()
+	read := func(slot uint32) {
+		if !t.loadRecord(slot, &rec) || rec.Tid == 0 {
+			return
+		}
+		rec.Thread(&th, tick)
+		fn(slot, &th)
+	}
+	// The hook-free mode's pass lists the records it did not leave quiet since before
+	// the tick of the pass before it (Iterate): for that since, those and no more are
+	// the ones to read.
+	if t.iter != nil && since != 0 && since == t.iter.listSince && keep == nil {
+		for _, slot := range t.iter.toRead {
+			if slot < n {
+				read(slot)
+			}
+		}
+		return
+	}
 	for slot := range n {
 		if since != 0 && t.records.quiet(slot, since) &&
 			(keep == nil || !keep(int32(atomic.LoadUint32(&t.records.recs[slot].Tid)))) {
 			continue
 		}
-		if !t.loadRecord(slot, &rec) {
-			continue
-		}
-		if rec.Tid == 0 {
-			continue
-		}
-		rec.Thread(&th, tick)
-		fn(slot, &th)
+		read(slot)
 	}
 }
 

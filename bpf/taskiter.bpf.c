@@ -200,6 +200,38 @@ struct {
 	__uint(max_entries, 1);
 } on_cpu_at_pass SEC(".maps");
 
+/*
+ * The slots the sampler reads at this tick, to_read[0, to_read_n): every record but those
+ * of threads asleep or stopped since before the previous tick, which the sampler would
+ * skip (bpf/records.go's quiet) and which the pass leaves alone. So a tick's reads follow
+ * the threads that moved, not all threads. Memory-mapped by user space.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64); /* an array's values are 8 bytes apart whatever their size */
+	__uint(max_entries, 1);
+} to_read SEC(".maps");
+
+__u64 to_read_n = 0;
+
+/* Lists slot idx for the sampler, whose record is in state st since since_ns. Called
+ * once per record and pass, when the pass has seen its thread or marked it dead. */
+static __always_inline void read_at_tick(__u32 idx, __u8 st, __u64 since_ns)
+{
+	__u32 n = to_read_n;
+	__u64 *e;
+
+	if ((st == TC_SLEEPING || st == TC_STOPPED) && since_ns < prev_tick_ns)
+		return;
+	e = bpf_map_lookup_elem(&to_read, &n);
+	if (!e)
+		return; /* never: a slot is listed once a pass, and there are capacity of them */
+	*e = idx;
+	to_read_n = n + 1;
+}
+
 /* What walk_tasks iterates over: one element, for one call. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -245,7 +277,9 @@ struct tc_iter_task {
 struct tc_quiet {
 	__u64 task;       /* the task_struct's address */
 	__u64 start_time; /* and its start: an address can be a new task's */
+	__u64 since_ns;   /* the record's since_ns */
 	__u32 nvcsw, nivcsw, state, slot;
+	__u8 st;          /* the record's state */
 };
 
 struct {
@@ -415,12 +449,15 @@ static __always_inline void write_view(struct record *r, struct task_struct___tc
 	it->quiet_state = off_cpu_state(st) ? raw : QUIET_NEVER;
 }
 
-/* Notes that the thread of a live record was seen at tick. */
-static __always_inline void see(__u64 *seen, __u64 tick)
+/* Notes that the thread of a live record was seen at tick: true the first time. */
+static __always_inline bool see(__u64 *seen, __u64 tick)
 {
-	if (*seen != tick)
+	bool first = *seen != tick;
+
+	if (first)
 		seen_live++;
 	*seen = tick;
+	return first;
 }
 
 /* Gives a task seen for the first time a record, with no time in it yet. */
@@ -490,7 +527,8 @@ static __noinline void first_record(struct task_struct___tc *task, struct task_s
 	write_view(r, task, it, r->live.state, raw, cpu, true, tick);
 	seq_release(&r->seq, c);
 	live_records++;
-	see(seen, tick);
+	if (see(seen, tick))
+		read_at_tick(idx, r->live.state, r->live.since_ns);
 }
 
 static __always_inline __u64 take(struct tc_iter_task *it, __u8 st, __u64 owed)
@@ -646,16 +684,19 @@ static __always_inline bool quiet(struct task_struct___tc *task, struct tc_quiet
 	seen = bpf_map_lookup_elem(&seen_at, &idx);
 	if (!seen)
 		return false;
-	see(seen, tick);
+	if (see(seen, tick))
+		read_at_tick(idx, q->st, q->since_ns);
 	return true;
 }
 
 /* Keeps what quiet() will compare at the next pass: the last write, as it knows it. */
 static __always_inline void remember(struct tc_quiet *q, struct task_struct___tc *task,
-				     struct tc_iter_task *it)
+				     struct tc_iter_task *it, struct record *r)
 {
 	q->task = (__u64)task;
 	q->start_time = task->start_time;
+	q->since_ns = r->live.since_ns;
+	q->st = r->live.state;
 	q->nvcsw = it->nvcsw;
 	q->nivcsw = it->nivcsw;
 	q->slot = it->slot;
@@ -699,10 +740,13 @@ static __always_inline void visit(struct task_struct___tc *task, __u64 tick, __u
 			r = NULL;
 	}
 	if (!r) {
-		if (!dead)
-			first_record(task, ts, it, tick);
-		if (q && it->slot)
-			remember(q, task, it);
+		if (dead)
+			return;
+		first_record(task, ts, it, tick);
+		idx = it->slot - 1;
+		r = it->slot ? bpf_map_lookup_elem(&records, &idx) : NULL;
+		if (q && r)
+			remember(q, task, it, r);
 		return;
 	}
 	update_record(r, task, it, dead, tick);
@@ -710,14 +754,15 @@ static __always_inline void visit(struct task_struct___tc *task, __u64 tick, __u
 	if (seen && r->live.state == TC_DEAD) {
 		*seen = tick;
 		live_records--;
-	} else if (seen) {
-		see(seen, tick);
+		read_at_tick(idx, TC_DEAD, 0);
+	} else if (seen && see(seen, tick)) {
+		read_at_tick(idx, r->live.state, r->live.since_ns);
 	}
 	if (dead) {
 		bpf_task_storage_delete(&task_slots, t);
 		bpf_task_storage_delete(&iter_tasks, t);
 	} else if (q) {
-		remember(q, task, it);
+		remember(q, task, it, r);
 	}
 }
 
@@ -760,6 +805,7 @@ static long sweep_one(__u64 i, void *data)
 	v->since_ns = last;
 	v->sc_nr = TC_NO_SYSCALL;
 	seq_release(&r->seq, c);
+	read_at_tick(idx, TC_DEAD, last);
 	return 0;
 }
 
@@ -816,6 +862,7 @@ static __always_inline void begin_pass(__u64 tick)
 
 	pass_began_ns = bpf_ktime_get_ns();
 	seen_live = 0;
+	to_read_n = 0;
 	bpf_loop(nr_cpus, forget_cpu, NULL, 0);
 	bpf_loop(nr_cpus, read_cpu, &online, 0);
 	/* No runqueue known (none learned yet): no bound. */

@@ -3,6 +3,7 @@
 package bpf
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,13 @@ import (
 type taskIter struct {
 	coll *ebpf.Collection
 	link *link.Iter
+	// list is to_read, mapped: the slots the last pass has the sampler read (see
+	// taskiter.bpf.c's read_at_tick), all but those quiet since before listSince, the
+	// pass before's tick; toRead holds them after run, raw their bytes.
+	list      *ebpf.Memory
+	raw       []byte
+	toRead    []uint32
+	listSince uint64
 }
 
 // openTaskIter loads the iterator over the maps of the tracker's collection shared (the
@@ -56,6 +64,7 @@ func loadTaskIter(shared *ebpf.Collection, capacity uint32, prog string) (ti *ta
 	spec.Maps[taskiterMapFreeSlots].MaxEntries = capacity
 	spec.Maps[taskiterMapSeenAt].MaxEntries = capacity
 	spec.Maps[taskiterMapQuietAt].MaxEntries = capacity
+	spec.Maps[taskiterMapToRead].MaxEntries = capacity
 	if err := spec.Variables[taskiterVarCapacity].Set(capacity); err != nil {
 		return nil, fmt.Errorf("setting capacity: %w", err)
 	}
@@ -100,6 +109,9 @@ func (ti *taskIter) run(mono uint64) (used uint64, pass time.Duration, err error
 	if err := ti.coll.Variables[taskiterVarTickNs].Set(mono); err != nil {
 		return 0, 0, fmt.Errorf("setting the tick: %w", err)
 	}
+	if err := ti.coll.Variables[taskiterVarPrevTickNs].Get(&ti.listSince); err != nil {
+		return 0, 0, fmt.Errorf("reading the previous tick: %w", err)
+	}
 	rd, err := ti.link.Open()
 	if err != nil {
 		return 0, 0, fmt.Errorf("starting the task iterator: %w", err)
@@ -128,7 +140,32 @@ func (ti *taskIter) run(mono uint64) (used uint64, pass time.Duration, err error
 	if err := ti.coll.Variables[taskiterVarPassNs].Get(&ns); err != nil {
 		return 0, 0, fmt.Errorf("reading the pass's length: %w", err)
 	}
-	return used, time.Duration(ns), nil
+	return used, time.Duration(ns), ti.readList()
+}
+
+// readList copies the slots the pass listed into toRead.
+func (ti *taskIter) readList() error {
+	var n uint64
+	if err := ti.coll.Variables[taskiterVarToReadN].Get(&n); err != nil {
+		return fmt.Errorf("reading how many records to read: %w", err)
+	}
+	if ti.list == nil {
+		list, err := ti.coll.Maps[taskiterMapToRead].Memory()
+		if err != nil {
+			return fmt.Errorf("mapping the records to read: %w", err)
+		}
+		ti.list = list
+	}
+	n = min(n, uint64(ti.list.Size()/8))
+	ti.raw = append(ti.raw[:0], make([]byte, 8*n)...)
+	if _, err := ti.list.ReadAt(ti.raw, 0); err != nil {
+		return fmt.Errorf("reading the records to read: %w", err)
+	}
+	ti.toRead = ti.toRead[:0]
+	for i := range n {
+		ti.toRead = append(ti.toRead, uint32(binary.NativeEndian.Uint64(ti.raw[8*i:])))
+	}
+	return nil
 }
 
 // maxIterReads bounds the reads of one iteration: each read goes on from where the

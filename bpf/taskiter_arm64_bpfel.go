@@ -127,10 +127,13 @@ type taskiterTcQuiet struct {
 	_         structs.HostLayout
 	Task      uint64
 	StartTime uint64
+	SinceNs   uint64
 	Nvcsw     uint32
 	Nivcsw    uint32
 	State     uint32
 	Slot      uint32
+	St        uint8
+	_         [7]byte
 }
 
 // Names of all BPF objects in the ELF.
@@ -147,6 +150,7 @@ const (
 	taskiterMapRecords     = "records"
 	taskiterMapSeenAt      = "seen_at"
 	taskiterMapTaskSlots   = "task_slots"
+	taskiterMapToRead      = "to_read"
 	taskiterProgReadTasks  = "read_tasks"
 	taskiterProgWalkTasks  = "walk_tasks"
 	taskiterVarCapacity    = "capacity"
@@ -155,6 +159,7 @@ const (
 	taskiterVarPrevTickNs  = "prev_tick_ns"
 	taskiterVarSlotsUsed   = "slots_used"
 	taskiterVarTickNs      = "tick_ns"
+	taskiterVarToReadN     = "to_read_n"
 )
 
 // loadTaskiter returns the embedded CollectionSpec for taskiter.
@@ -217,6 +222,7 @@ type taskiterMapSpecs struct {
 	Records     *ebpf.MapSpec `ebpf:"records"`
 	SeenAt      *ebpf.MapSpec `ebpf:"seen_at"`
 	TaskSlots   *ebpf.MapSpec `ebpf:"task_slots"`
+	ToRead      *ebpf.MapSpec `ebpf:"to_read"`
 }
 
 // taskiterVariableSpecs contains global variables before they are loaded into the kernel.
@@ -229,6 +235,7 @@ type taskiterVariableSpecs struct {
 	PrevTickNs *ebpf.VariableSpec `ebpf:"prev_tick_ns"`
 	SlotsUsed  *ebpf.VariableSpec `ebpf:"slots_used"`
 	TickNs     *ebpf.VariableSpec `ebpf:"tick_ns"`
+	ToReadN    *ebpf.VariableSpec `ebpf:"to_read_n"`
 }
 
 // taskiterObjects contains all objects after they have been loaded into the kernel.
@@ -261,6 +268,7 @@ type taskiterMaps struct {
 	Records     *ebpf.Map `ebpf:"records"`
 	SeenAt      *ebpf.Map `ebpf:"seen_at"`
 	TaskSlots   *ebpf.Map `ebpf:"task_slots"`
+	ToRead      *ebpf.Map `ebpf:"to_read"`
 }
 
 func (m *taskiterMaps) Close() error {
@@ -275,6 +283,7 @@ func (m *taskiterMaps) Close() error {
 		m.Records,
 		m.SeenAt,
 		m.TaskSlots,
+		m.ToRead,
 	)
 }
 
@@ -288,6 +297,7 @@ type taskiterVariables struct {
 	PrevTickNs *ebpf.Variable `ebpf:"prev_tick_ns"`
 	SlotsUsed  *ebpf.Variable `ebpf:"slots_used"`
 	TickNs     *ebpf.Variable `ebpf:"tick_ns"`
+	ToReadN    *ebpf.Variable `ebpf:"to_read_n"`
 }
 
 // taskiterPrograms contains all programs after they have been loaded into the kernel.

@@ -245,6 +245,63 @@ func tickModeExitedThreadIsDead(t *testing.T) {
 	}
 }
 
+// The pass lists the records the sampler reads at a tick (Scan with the previous tick):
+// the same ones as a scan of every record that skips those quiet since before it, while
+// threads run, sleep, wait in D, start and exit.
+func TestTickModeListsTheRecordsToRead(t *testing.T) { bothPasses(t, tickModeListsTheRecordsToRead) }
+
+func tickModeListsTheRecordsToRead(t *testing.T) {
+	tr := openTracker(t, Config{Syscalls: SyscallsTick})
+	workload.SpinnerProcess(t)
+	workload.VforkParent(t, 10*time.Second)
+	workload.Process(t, exec.Command("sleep", "10"))
+	slots := func(since, tick uint64, keep func(int32) bool) ([]uint32, []uint32) {
+		var all, dead []uint32
+		tr.Scan(since, tick, keep, func(slot uint32, th *state.Thread) {
+			all = append(all, slot)
+			if th.State == state.Dead {
+				dead = append(dead, slot)
+			}
+		})
+		slices.Sort(all)
+		return all, dead
+	}
+	var prev uint64
+	var listed int
+	for i := range 30 {
+		if i%3 == 0 {
+			// A process that exits between two ticks, and one that exits at a tick.
+			exec.Command("true").Run()
+			short := exec.Command("sleep", "0.03")
+			if err := short.Start(); err == nil {
+				go short.Wait()
+			}
+		}
+		tick := Now()
+		if _, err := tr.Iterate(tick); err != nil {
+			t.Fatal(err)
+		}
+		got, dead := slots(prev, tick, nil)
+		if prev != 0 {
+			// A keep that keeps none reads every record but the quiet ones.
+			want, _ := slots(prev, tick, func(int32) bool { return false })
+			if !slices.Equal(got, want) {
+				t.Errorf("tick %d: the pass lists slots %v; the scan reads %v", i, got, want)
+			}
+			listed += len(got)
+		}
+		// As the sampler does: an exited thread's slot goes back once it is read.
+		for _, slot := range dead {
+			if err := tr.Free(slot); err != nil {
+				t.Fatal(err)
+			}
+		}
+		prev = tick
+		time.Sleep(30 * time.Millisecond)
+	}
+	t.Logf("%d records read in 29 ticks, of %d slots", listed, tr.Slots())
+}
+
 // hooksOf lists the links attached in the whole kernel whose programs use the tracker's
 // records map: the tracker's own, by program name and link type.
 func hooksOf(t *testing.T, tr *Tracker) map[string]link.Type {
