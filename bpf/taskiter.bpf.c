@@ -66,6 +66,13 @@ struct rq___tc {
 	struct task_struct___tc *curr;
 	int cpu;
 	int online;
+	__u64 clock;
+};
+/* The kernel's per-task sleep counts, kept when it is built with CONFIG_SCHEDSTATS and
+ * counting while kernel.sched_schedstats is 1. */
+struct sched_statistics___tc {
+	__u64 block_start;
+	__u64 sum_block_runtime;
 };
 /* A task's cfs_rq (CONFIG_FAIR_GROUP_SCHED, which every distribution's kernel has) is
  * the one of its CPU, in its group: its rq is that CPU's runqueue. */
@@ -92,6 +99,7 @@ struct task_struct___tc {
 	__u64 self_exec_id;
 	char comm[16];
 	struct css_set *cgroups;
+	struct sched_statistics___tc stats;
 };
 struct bpf_iter_meta;
 struct bpf_iter__task {
@@ -117,6 +125,8 @@ extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym __weak;
 
 volatile const __u32 capacity = 1; /* = max_entries of records */
 volatile const __u32 nr_cpus = 1;  /* = max_entries of cpus and on_cpu_at_pass */
+/* kernel.sched_schedstats was 1 when user space loaded this: see split_off_cpu. */
+volatile const __u32 schedstats = 0;
 
 /* The tick this iteration is for (CLOCK_MONOTONIC ns), set by user space before it runs. */
 __u64 tick_ns = 0;
@@ -258,6 +268,7 @@ struct tc_iter_task {
 	__u64 carry_cpu, carry_run; /* counted by the kernel, beyond what the last interval held */
 	__u64 exec_id;   /* self_exec_id: an exec changes it */
 	__u32 base_nvcsw, base_nivcsw; /* the counts at first sight: records count from 0 */
+	__u64 base_block; /* stats.sum_block_runtime at first sight, with schedstats */
 	/* The task's slot (+1), and at the last write its switch counts and, when it was
 	 * off a CPU, its __state (else QUIET_NEVER): what quiet() compares. */
 	__u32 slot, nvcsw, nivcsw, quiet_state;
@@ -509,6 +520,9 @@ static __noinline void first_record(struct task_struct___tc *task, struct task_s
 	it->exec_id = task->self_exec_id;
 	it->base_nvcsw = task->nvcsw;
 	it->base_nivcsw = task->nivcsw;
+	it->base_block = 0;
+	if (schedstats && bpf_core_field_exists(task->stats))
+		it->base_block = task->stats.sum_block_runtime;
 
 	write_identity(r, task);
 	r->start_ns = task->start_time;
@@ -565,6 +579,49 @@ static __always_inline __u64 give_back(struct tc_iter_task *it, __u64 owed)
 }
 
 /*
+ * With schedstats (kernel.sched_schedstats=1 when the iterator was loaded), a user
+ * thread's time off CPU is split between sleeping and D by the kernel's own counts
+ * instead of by the states seen at the ticks: its D is its sum_block_runtime since first
+ * sight (the D episodes that ended: the kernel counts one as it ends), plus the part of
+ * the one it is in, from its block_start on its runqueue's clock; sleeping is the rest of
+ * the two. Stopped time stays as estimated (the kernel counts none), and so do kernel
+ * threads: the kernel counts their idle waits (TASK_IDLE) as blocked, which threadcap
+ * shows as sleeping. What a row showed of D is not taken back (a row never shows less
+ * than nothing), and the current state keeps its stretch since since_ns (stretch).
+ */
+static __always_inline void split_off_cpu(struct task_struct___tc *task, struct tc_iter_task *it,
+					  __u8 st, __u64 stretch, __u64 shown_d)
+{
+	__u64 tot = it->cum[TC_SLEEPING] + it->cum[TC_UNINTERRUPTIBLE], d, start, now;
+	struct rq___tc *rq;
+	struct tc_cpu *c;
+	__u32 cpu;
+
+	if (!schedstats || !bpf_core_field_exists(task->stats) || (task->flags & PF_KTHREAD))
+		return;
+	d = task->stats.sum_block_runtime - it->base_block;
+	start = task->stats.block_start;
+	cpu = task->thread_info.cpu;
+	c = bpf_map_lookup_elem(&cpus, &cpu);
+	if (st == TC_UNINTERRUPTIBLE && start && c && c->rq) {
+		rq = (struct rq___tc *)c->rq;
+		now = BPF_CORE_READ(rq, clock);
+		if (now > start)
+			d += now - start;
+	}
+	if (d < shown_d)
+		d = shown_d;
+	if (st == TC_UNINTERRUPTIBLE && d < stretch)
+		d = stretch;
+	if (st == TC_SLEEPING && d > tot - stretch)
+		d = tot - stretch;
+	if (d > tot)
+		d = tot;
+	it->cum[TC_UNINTERRUPTIBLE] = d;
+	it->cum[TC_SLEEPING] = tot - d;
+}
+
+/*
  * Brings a known thread's record to tick. A thread asleep (or stopped) since its last
  * write, with no switch and no CPU time since, is left as it is: its view already says so.
  */
@@ -578,6 +635,7 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 	__u8 old = r->live.state, st = dead ? TC_DEAD : observed_state(task, &cpu, &raw), target;
 	bool slept = nv != r->live.nvcsw, moved = slept || niv != r->live.nivcsw;
 	__u64 from = it->tick_ns, prev = prev_tick_ns, dcpu, drun;
+	__u64 shown_d = it->cum[TC_UNINTERRUPTIBLE], since = r->live.since_ns;
 	__s64 rest;
 
 	if (tick <= from)
@@ -630,6 +688,9 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 			it->pending += rest;
 		it->last_target = target;
 	}
+	if (moved || st != old)
+		since = tick;
+	split_off_cpu(task, it, st, tick - since, shown_d);
 	it->tick_ns = tick;
 	it->exec = exec;
 	it->run_delay = run;

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -46,6 +48,14 @@ func openTaskIter(shared *ebpf.Collection, capacity uint32) (*taskIter, error) {
 	return loadTaskIter(shared, capacity, taskiterProgReadTasks)
 }
 
+// SchedstatsOn reports whether the kernel keeps each thread's sleep and D times
+// (kernel.sched_schedstats is 1): the hook-free mode, loaded then, splits the time off CPU
+// by them (taskiter.bpf.c's split_off_cpu). false on a kernel without them.
+func SchedstatsOn() bool {
+	b, err := os.ReadFile("/proc/sys/kernel/sched_schedstats")
+	return err == nil && strings.TrimSpace(string(b)) == "1"
+}
+
 // perTaskPass has openTaskIter load read_tasks whatever the kernel, for tests.
 var perTaskPass bool
 
@@ -76,6 +86,11 @@ func loadTaskIter(shared *ebpf.Collection, capacity uint32, prog string) (ti *ta
 	spec.Maps[taskiterMapOnCpuAtPass].MaxEntries = uint32(cpus)
 	if err := spec.Variables[taskiterVarNrCpus].Set(uint32(cpus)); err != nil {
 		return nil, fmt.Errorf("setting the CPUs: %w", err)
+	}
+	if SchedstatsOn() {
+		if err := spec.Variables[taskiterVarSchedstats].Set(uint32(1)); err != nil {
+			return nil, fmt.Errorf("setting schedstats: %w", err)
+		}
 	}
 	replace := map[string]*ebpf.Map{}
 	for _, name := range []string{taskiterMapRecords, taskiterMapFreeSlots, taskiterMapTaskSlots, taskiterMapCounters} {

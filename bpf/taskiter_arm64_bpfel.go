@@ -108,6 +108,7 @@ type taskiterTcIterTask struct {
 	ExecId     uint64
 	BaseNvcsw  uint32
 	BaseNivcsw uint32
+	BaseBlock  uint64
 	Slot       uint32
 	Nvcsw      uint32
 	Nivcsw     uint32
@@ -157,6 +158,7 @@ const (
 	taskiterVarNrCpus      = "nr_cpus"
 	taskiterVarPassNs      = "pass_ns"
 	taskiterVarPrevTickNs  = "prev_tick_ns"
+	taskiterVarSchedstats  = "schedstats"
 	taskiterVarSlotsUsed   = "slots_used"
 	taskiterVarTickNs      = "tick_ns"
 	taskiterVarToReadN     = "to_read_n"
@@ -233,6 +235,7 @@ type taskiterVariableSpecs struct {
 	NrCpus     *ebpf.VariableSpec `ebpf:"nr_cpus"`
 	PassNs     *ebpf.VariableSpec `ebpf:"pass_ns"`
 	PrevTickNs *ebpf.VariableSpec `ebpf:"prev_tick_ns"`
+	Schedstats *ebpf.VariableSpec `ebpf:"schedstats"`
 	SlotsUsed  *ebpf.VariableSpec `ebpf:"slots_used"`
 	TickNs     *ebpf.VariableSpec `ebpf:"tick_ns"`
 	ToReadN    *ebpf.VariableSpec `ebpf:"to_read_n"`
@@ -295,6 +298,7 @@ type taskiterVariables struct {
 	NrCpus     *ebpf.Variable `ebpf:"nr_cpus"`
 	PassNs     *ebpf.Variable `ebpf:"pass_ns"`
 	PrevTickNs *ebpf.Variable `ebpf:"prev_tick_ns"`
+	Schedstats *ebpf.Variable `ebpf:"schedstats"`
 	SlotsUsed  *ebpf.Variable `ebpf:"slots_used"`
 	TickNs     *ebpf.Variable `ebpf:"tick_ns"`
 	ToReadN    *ebpf.Variable `ebpf:"to_read_n"`

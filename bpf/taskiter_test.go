@@ -3,9 +3,13 @@
 package bpf
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -300,6 +304,85 @@ func tickModeListsTheRecordsToRead(t *testing.T) {
 		time.Sleep(30 * time.Millisecond)
 	}
 	t.Logf("%d records read in 29 ticks, of %d slots", listed, tr.Slots())
+}
+
+// With schedstats on, the hook-free mode splits a thread's time off CPU by the kernel's
+// own counts: over 3 s of a process that waits 10 ms in vfork (D), then sleeps 15 ms, and
+// again, its record's uninterruptible and sleeping times equal the deltas of its
+// sum_block_runtime and of sum_sleep_runtime less it (/proc/PID/sched), within 2% or
+// 20 ms (an episode in progress at either end is in the record, not yet in the kernel's
+// counts). This machine's kernel has no schedstats: the kernel matrix (test/kernels)
+// runs it, with kernel.sched_schedstats=1.
+func TestTickModeSleepAndDAreTheKernels(t *testing.T) {
+	if !SchedstatsOn() {
+		t.Skip("schedstats are off or not in this kernel: test/kernels runs this with kernel.sched_schedstats=1")
+	}
+	bothPasses(t, tickModeSleepAndDAreTheKernels)
+}
+
+func tickModeSleepAndDAreTheKernels(t *testing.T) {
+	tr := openTracker(t, Config{Syscalls: SyscallsTick})
+	pid := workload.VforkCycles(t, 5*time.Second, 10*time.Millisecond, 15*time.Millisecond).Pid
+	tickFind(t, tr, pid, func(th *state.Thread) bool { return th.State != state.Dead })
+	first, _, tick0, _ := tickRead(t, tr, pid)
+	sleep0, block0 := sleepCounts(t, pid)
+	var last state.Thread
+	var tick1 uint64
+	for range 60 {
+		time.Sleep(50 * time.Millisecond)
+		last, _, tick1, _ = tickRead(t, tr, pid)
+	}
+	sleep1, block1 := sleepCounts(t, pid)
+	before, after := first.TimesAt(tick0), last.TimesAt(tick1)
+	gotD := float64(after[state.Uninterruptible] - before[state.Uninterruptible])
+	gotS := float64(after[state.Sleeping] - before[state.Sleeping])
+	wantD := float64(block1 - block0)
+	wantS := float64(sleep1-sleep0) - wantD
+	t.Logf("D %.1f ms (kernel %.1f), sleeping %.1f ms (kernel %.1f)", gotD/1e6, wantD/1e6, gotS/1e6, wantS/1e6)
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"uninterruptible", gotD, wantD}, {"sleeping", gotS, wantS}} {
+		if slack := max(0.02*c.want, 20e6); c.got < c.want-slack || c.got > c.want+slack {
+			t.Errorf("%s: %.1f ms in the record, the kernel counted %.1f", c.name, c.got/1e6, c.want/1e6)
+		}
+	}
+}
+
+// sleepCounts reads a thread's sum_sleep_runtime and sum_block_runtime from
+// /proc/PID/sched (ms with six decimals there), in ns.
+func sleepCounts(t *testing.T, pid int) (sleep, block uint64) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/sched", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var dst *uint64
+		switch strings.TrimSpace(name) {
+		case "sum_sleep_runtime":
+			dst = &sleep
+		case "sum_block_runtime":
+			dst = &block
+		default:
+			continue
+		}
+		ms, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			t.Fatalf("%s in /proc/%d/sched: %v", name, pid, err)
+		}
+		*dst = uint64(ms * 1e6)
+		found++
+	}
+	if found != 2 {
+		t.Fatalf("/proc/%d/sched has no sum_sleep_runtime or sum_block_runtime:\n%s", pid, b)
+	}
+	return sleep, block
 }
 
 // hooksOf lists the links attached in the whole kernel whose programs use the tracker's

@@ -52,17 +52,23 @@ func runChecks(cfg *config.Config) []checkResult {
 func checkSchedstats(proc string) checkResult {
 	r := checkResult{name: "schedstats"}
 	b, err := os.ReadFile(filepath.Join(proc, "sys/kernel/sched_schedstats"))
+	on := err == nil && strings.TrimSpace(string(b)) == "1"
 	switch {
 	case err != nil:
 		r.detail = "not in this kernel (built without CONFIG_SCHEDSTATS)"
-	case strings.TrimSpace(string(b)) == "1":
+	case on:
 		r.detail = "on (kernel.sched_schedstats=1)"
 	default:
 		r.detail = "off (kernel.sched_schedstats=0; sysctl kernel.sched_schedstats=1 turns them on, " +
 			"at the price of a few counter updates at every wakeup and sleep of every thread)"
 	}
-	r.detail += "; syscalls tick splits a row's time off CPU into sleeping and uninterruptible " +
-		"by the state seen at the ticks (on_cpu_us, runnable_us and the switches are the kernel's own counts)"
+	if on {
+		r.detail += "; syscalls tick splits a user thread's time off CPU into sleeping and uninterruptible " +
+			"by the kernel's own counts (as the sysctl is when threadcap starts)"
+	} else {
+		r.detail += "; syscalls tick splits a row's time off CPU into sleeping and uninterruptible " +
+			"by the state seen at the ticks (on_cpu_us, runnable_us and the switches are the kernel's own counts)"
+	}
 	return r
 }
 

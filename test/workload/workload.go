@@ -127,18 +127,34 @@ const VforkParentEnv = "THREADCAP_VFORK_PARENT"
 // unless VforkParentEnv names the built program.
 func VforkParent(t testing.TB, d time.Duration) *os.Process {
 	t.Helper()
-	bin := os.Getenv(VforkParentEnv)
-	if bin == "" {
-		bin = filepath.Join(t.TempDir(), "vfork_parent")
-		_, self, _, _ := runtime.Caller(0)
-		src := filepath.Join(filepath.Dir(self), "vfork_parent.c")
-		if out, err := exec.Command("cc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
-			t.Fatalf("building the vfork workload: %v\n%s", err, out)
-		}
-	}
-	cmd := exec.Command(bin, strconv.Itoa(int(d/time.Second)))
+	cmd := exec.Command(vforkParent(t), strconv.Itoa(int(d/time.Second)))
 	Process(t, cmd)
 	return cmd.Process
+}
+
+// VforkCycles starts a process whose main thread, for d, waits inD in vfork (D), then
+// sleeps asleep in nanosleep, and again; d is whole seconds, the others milliseconds.
+func VforkCycles(t testing.TB, d, inD, asleep time.Duration) *os.Process {
+	t.Helper()
+	cmd := exec.Command(vforkParent(t), strconv.Itoa(int(d/time.Second)),
+		strconv.Itoa(int(inD/time.Millisecond)), strconv.Itoa(int(asleep/time.Millisecond)))
+	Process(t, cmd)
+	return cmd.Process
+}
+
+// vforkParent is the vfork_parent program: VforkParentEnv's, or built from its source.
+func vforkParent(t testing.TB) string {
+	t.Helper()
+	if bin := os.Getenv(VforkParentEnv); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(t.TempDir(), "vfork_parent")
+	_, self, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(self), "vfork_parent.c")
+	if out, err := exec.Command("cc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("building the vfork workload: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // SpanWork builds spanwork.c: a program whose tc_work spins then sleeps, called between
