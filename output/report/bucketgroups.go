@@ -49,7 +49,11 @@ func sortedGroups(groups map[string]*Group) []Group {
 
 // mostActive orders groups by rows, then CPU time, then values: the order a breakdown lists.
 func mostActive(a, b Group) int {
-	return cmp.Or(cmp.Compare(b.Rows, a.Rows), cmp.Compare(b.CPUUs, a.CPUUs), slices.Compare(a.Values, b.Values))
+	// Values only when the sums tie: cmp.Or would compare them every time.
+	if c := cmp.Or(cmp.Compare(b.Rows, a.Rows), cmp.Compare(b.CPUUs, a.CPUUs)); c != 0 {
+		return c
+	}
+	return slices.Compare(a.Values, b.Values)
 }
 
 // StackFrames reads the stacks files of the hours of the samples files (Result.Files):

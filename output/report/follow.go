@@ -273,6 +273,7 @@ func (f *Follower) forget(from, groupsFrom time.Time) {
 			delete(f.s.byBucket, b)
 		}
 	}
+	f.s.forgetLast()
 	f.groupsFrom = maxTime(groupsFrom, from)
 	for path, fl := range f.files {
 		if !fl.name.Hour.Add(time.Hour).After(from) {

@@ -15,6 +15,7 @@ import (
 // a column an older file lacks (index -1) reads as empty.
 type layout struct {
 	time, state, onCPU, span int
+	tidBy                    int // which of by is tid, -1 when none or the file lacks it (see group)
 	hist                     int // the query's BucketHist column, -1 when none
 	by                       []int
 	byText                   []bool
@@ -50,6 +51,7 @@ func (s *scan) layoutOf(header [][]byte) (layout, error) {
 		state: slices.Index(names, colState),
 		onCPU: slices.Index(names, colOnCPU),
 		span:  slices.Index(names, colSpan),
+		tidBy: -1,
 		hist:  -1,
 	}
 	if s.q.BucketHist != "" {
@@ -59,6 +61,9 @@ func (s *scan) layoutOf(header [][]byte) (layout, error) {
 		return l, errors.New("not a threadcap hour file: its header has no sample_time column")
 	}
 	for _, c := range s.q.By {
+		if c == colTid && slices.Contains(names, c) {
+			l.tidBy = len(l.by)
+		}
 		l.by = append(l.by, slices.Index(names, c))
 		l.byText = append(l.byText, textColumns[c])
 	}

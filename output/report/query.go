@@ -61,6 +61,7 @@ const (
 	colState = "state"
 	colOnCPU = "on_cpu_us"
 	colSpan  = "span"
+	colTid   = "tid"
 )
 
 // Steps a timeline can have.

@@ -166,13 +166,20 @@ type scan struct {
 	lastTime  time.Time // and its value
 	lastTick  time.Time // the last tick counted
 	lastValid bool
+	// lastBucket and lastGroups are lastTime's bucket and its groups, once looked up.
+	lastBucket *Bucket
+	lastGroups map[string]*Group
+	// lastByThread is where each thread's last row went, prevRow the previous row's thread
+	// (see group).
+	lastByThread map[int64]*lastRow
+	prevRow      *lastRow
 	// fileTicks and rowTicks count the current hour's ticks from its ticks file and from
 	// the times of its rows (see endHour).
 	fileTicks, rowTicks tickCount
 }
 
 func newScan(q Query) *scan {
-	return &scan{q: q, groups: map[string]*Group{}, buckets: map[int64]*Bucket{}}
+	return &scan{q: q, groups: map[string]*Group{}, buckets: map[int64]*Bucket{}, lastByThread: map[int64]*lastRow{}}
 }
 
 // file streams one hour file into the sums.
@@ -197,6 +204,7 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 			return false
 		}
 		s.lastRaw, s.lastTime, s.lastValid = append(s.lastRaw[:0], raw...), t, true
+		s.lastBucket, s.lastGroups = nil, nil
 	}
 	t := s.lastTime
 	if !s.q.Window.Contains(t) {
@@ -204,7 +212,11 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 	}
 	var b *Bucket
 	if s.q.Step > 0 {
-		b = s.bucket(t)
+		// Looked up once a tick: a tick's rows are all in one bucket.
+		if s.lastBucket == nil {
+			s.lastBucket = s.bucket(t)
+		}
+		b = s.lastBucket
 	}
 	// A tick's rows are written together, so a new time is a new tick.
 	if !t.Equal(s.lastTick) {
@@ -251,27 +263,40 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 			return true
 		}
 	}
+	groups := s.groups
+	if b != nil {
+		if s.lastGroups == nil {
+			s.lastGroups = s.bucketGroups(b)
+		}
+		groups = s.lastGroups
+	}
+	g := s.group(l, fields, b, groups)
+	g.Rows += active
+	g.Inactive += inactive
+	g.CPUUs += cpu
+	return true
+}
+
+// lookUp returns the group of a row's By values in groups, made on first use.
+func (s *scan) lookUp(l *layout, fields [][]byte, groups map[string]*Group) *Group {
 	s.key = s.key[:0]
 	for i, idx := range l.by {
 		// NUL separates values: schema.AppendCSV never writes one.
 		s.key = append(append(s.key, value(fields, idx, l.byText[i])...), 0)
 	}
-	groups := s.groups
-	if b != nil {
-		groups = s.bucketGroups(b)
-	}
 	g := groups[string(s.key)]
 	if g == nil {
+		// The values are cut from the key: one string for them all.
+		key := string(s.key)
 		g = &Group{Values: make([]string, len(l.by)), Count: 1}
+		rest := key
 		for i, idx := range l.by {
-			g.Values[i] = string(value(fields, idx, l.byText[i]))
+			n := len(value(fields, idx, l.byText[i]))
+			g.Values[i], rest = rest[:n], rest[n+1:]
 		}
-		groups[string(s.key)] = g
+		groups[key] = g
 	}
-	g.Rows += active
-	g.Inactive += inactive
-	g.CPUUs += cpu
-	return true
+	return g
 }
 
 // ticksFile counts the ticks of one ticks file that fall in the window.

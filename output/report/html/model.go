@@ -21,13 +21,13 @@ var Columns = []string{"state", "syscall", "wchan", "process", "span", "io_dev",
 // graph. With Columns they are the page's cube: every row of the window is summed by all
 // of them, per bucket, so that the page can narrow and regroup without the files.
 var (
-	threadColumns = []string{"tid", "pid", "thread", "cmdline"}
+	threadColumns = [...]string{"tid", "pid", "thread", "cmdline"}
 	stackColumns  = []string{"kernel_stack", "user_stack"}
 )
 
 // cubeColumns is the By of the one query the page is made from.
 func cubeColumns() []string {
-	return slices.Concat(Columns, threadColumns, stackColumns)
+	return slices.Concat(Columns, threadColumns[:], stackColumns)
 }
 
 // steps are the lengths a page's buckets can have.
@@ -99,7 +99,7 @@ type bucket struct {
 // buildCube turns a timeline with bucket groups by cubeColumns into the cube.
 func buildCube(r *report.Result) cube {
 	// Empty lists, not null, for the script.
-	c := cube{Dims: slices.Concat(Columns, stackColumns), ThreadDims: threadColumns, Threads: [][]int64{},
+	c := cube{Dims: slices.Concat(Columns, stackColumns), ThreadDims: threadColumns[:], Threads: [][]int64{},
 		Buckets: []bucket{}, Cells: [][]int64{}}
 	lists := len(c.Dims) + len(c.ThreadDims)
 	c.Values = make([][]string, lists)
@@ -126,7 +126,14 @@ func buildCube(r *report.Result) cube {
 		}
 		return n
 	}
-	threads := map[string]int64{}
+	threads := map[[len(threadColumns)]int64]int64{}
+	// The cells' numbers, in one array: a cell is its bucket, its Dims, its thread, its sums.
+	width, cells := 1+len(c.Dims)+3, 0
+	for _, b := range r.Timeline {
+		cells += len(b.Groups)
+	}
+	ints := make([]int64, cells*width)
+	c.Cells = make([][]int64, 0, cells)
 	for bi, b := range r.Timeline {
 		start, end := b.Start, b.Start.Add(r.Step)
 		start = later(start, r.Window.From)
@@ -141,9 +148,10 @@ func buildCube(r *report.Result) cube {
 		}
 		c.Buckets = append(c.Buckets, bk)
 		for _, g := range b.Groups {
-			cell := make([]int64, 1+len(c.Dims), len(c.Dims)+4)
+			cell := ints[:width:width]
+			ints = ints[width:]
 			cell[0] = int64(bi)
-			thread := make([]int64, len(c.ThreadDims))
+			var thread [len(threadColumns)]int64
 			for i, v := range g.Values {
 				n := code(list[i], v)
 				if l := list[i]; l < len(c.Dims) {
@@ -152,14 +160,14 @@ func buildCube(r *report.Result) cube {
 					thread[l-len(c.Dims)] = n
 				}
 			}
-			key := fmt.Sprint(thread)
-			ref, ok := threads[key]
+			ref, ok := threads[thread]
 			if !ok {
 				ref = int64(len(c.Threads))
-				threads[key] = ref
-				c.Threads = append(c.Threads, thread)
+				threads[thread] = ref
+				c.Threads = append(c.Threads, slices.Clone(thread[:]))
 			}
-			c.Cells = append(c.Cells, append(cell, ref, g.Rows, g.CPUUs))
+			cell[1+len(c.Dims)], cell[2+len(c.Dims)], cell[3+len(c.Dims)] = ref, g.Rows, g.CPUUs
+			c.Cells = append(c.Cells, cell)
 		}
 	}
 	return c
