@@ -45,8 +45,9 @@ type profileTcSpanThread struct {
 		PartNs  [4]uint64
 		IntArg  int64
 		Span    uint16
+		Pad     uint16
+		Nvcsw   uint32
 		Text    [128]uint8
-		Pad     [6]uint8
 	}
 	Frames [4]struct {
 		_       structs.HostLayout
@@ -54,8 +55,9 @@ type profileTcSpanThread struct {
 		PartNs  [4]uint64
 		IntArg  int64
 		Span    uint16
+		Pad     uint16
+		Nvcsw   uint32
 		Text    [128]uint8
-		Pad     [6]uint8
 	}
 }
 

@@ -46,11 +46,19 @@ func spanworkProbes(t *testing.T, bin string) []SpanProbe {
 
 // TestSpansSplitWallTime runs N calls that each spin 5 ms of CPU and sleep 10 ms: both
 // spans end exactly N times, their parts add up to their wall time to the nanosecond,
-// on-CPU is the spin and sleeping at least the sleep; the semaphore was set.
+// on-CPU is the spin and sleeping at least the sleep; the semaphore was set. In the full
+// mode, where hooks keep the records the probes read, and in the hook-free mode, where
+// the probes read the kernel's own counts of the thread.
 func TestSpansSplitWallTime(t *testing.T) {
+	for _, mode := range []SyscallMode{SyscallsFull, SyscallsTick} {
+		t.Run(string(mode), func(t *testing.T) { spansSplitWallTime(t, mode) })
+	}
+}
+
+func spansSplitWallTime(t *testing.T, mode SyscallMode) {
 	privileged.Require(t)
 	bin := workload.SpanWork(t)
-	tr := openTracker(t, Config{Spans: spanworkProbes(t, bin)})
+	tr := openTracker(t, Config{Syscalls: mode, Spans: spanworkProbes(t, bin)})
 	const calls = 20
 	out, err := exec.Command(bin, strconv.Itoa(calls), "5", "10").Output()
 	if err != nil {
@@ -98,6 +106,42 @@ func TestSpansSplitWallTime(t *testing.T) {
 	}
 	if c, err := tr.SpanCounters(); err != nil || c != (SpanCounters{}) {
 		t.Errorf("span counters %+v (%v), want none", c, err)
+	}
+}
+
+// TestShortSpansAreOnCPU runs 400 calls that each spin 150 µs and do not sleep, as a
+// pgbench query lasts: a span that never slept is on CPU but for its waits for a CPU, in
+// either mode, within 5% of the spin on average, and its parts add up to its wall time.
+func TestShortSpansAreOnCPU(t *testing.T) {
+	for _, mode := range []SyscallMode{SyscallsFull, SyscallsTick} {
+		t.Run(string(mode), func(t *testing.T) {
+			privileged.Require(t)
+			bin := workload.SpanWork(t)
+			tr := openTracker(t, Config{Syscalls: mode, Spans: spanworkProbes(t, bin)})
+			const calls = 400
+			if err := exec.Command(bin, strconv.Itoa(calls), "150us", "0").Run(); err != nil {
+				t.Fatalf("spanwork: %v", err)
+			}
+			stats, err := tr.SpanStats(2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for id, s := range stats {
+				var sum uint64
+				for _, p := range s.PartNs {
+					sum += p
+				}
+				onCPU := float64(s.PartNs[0]) / calls / 1e3
+				t.Logf("span %d: %d calls, %.1f µs on CPU a call, parts %v of %d ns", id, s.Count, onCPU, s.PartNs, s.WallNs)
+				if s.Count != calls || sum != s.WallNs {
+					t.Errorf("span %d: %d calls, parts %v add up to %d ns of %d", id, s.Count, s.PartNs, sum, s.WallNs)
+				}
+				if onCPU < 150*0.95 || s.PartNs[2]+s.PartNs[3] > s.WallNs/20 {
+					t.Errorf("span %d: %.1f µs on CPU a call, %d ns off CPU; want about 150 µs and nothing off CPU",
+						id, onCPU, s.PartNs[2]+s.PartNs[3])
+				}
+			}
+		})
 	}
 }
 

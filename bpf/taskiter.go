@@ -226,15 +226,21 @@ func (t *Tracker) Iterate(mono uint64) (time.Duration, error) {
 func (t *Tracker) HookFree() bool { return t.iter != nil }
 
 // hookFree drops every hook program of the tracker's object: in the hook-free mode only
-// its maps are loaded, which the iterator writes and the sampler reads.
-func hookFree(spec *ebpf.CollectionSpec, cfg Config) error {
-	if len(cfg.Spans) > 0 {
-		return fmt.Errorf("spans need syscalls %s or %s: in %s mode nothing would keep their threads' times",
-			SyscallsFull, SyscallsPassive, SyscallsTick)
-	}
+// its maps are loaded, which the iterator writes and the sampler reads, and the span
+// probes' program, which reads the kernel's own counts of the thread (threadcap.bpf.c's
+// hook_free; with schedstats, its sleeps too).
+func hookFree(spec *ebpf.CollectionSpec) error {
 	for name, p := range spec.Programs {
 		if p.Type == ebpf.Tracing {
 			delete(spec.Programs, name)
+		}
+	}
+	if err := spec.Variables[threadcapVarHookFree].Set(uint8(1)); err != nil {
+		return fmt.Errorf("setting the hook-free mode: %w", err)
+	}
+	if SchedstatsOn() {
+		if err := spec.Variables[threadcapVarSchedstats].Set(uint8(1)); err != nil {
+			return fmt.Errorf("setting schedstats: %w", err)
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@
 #include "include/vmlinux.h"
 #include "include/bpf_helpers.h"
 #include "include/bpf_tracing.h"
+#include "include/bpf_core_read.h"
 #include "threadcap.h"
 #include "seqclaim.h"
 
@@ -986,6 +987,58 @@ int BPF_PROG(on_rename, struct task_struct *task, const char *comm)
 
 volatile const __u8 spans_on = 0; /* set by the loader when spans are configured */
 
+/*
+ * The hook-free mode (syscalls tick): no hook keeps the records, so a span's parts come
+ * from the kernel's own counts of the thread, read at its start and its end, where the
+ * thread is running: its CPU time (se.sum_exec_runtime), its waits for a CPU
+ * (sched_info.run_delay: none is in progress while it runs) and, with schedstats, its
+ * sleeps (stats.sum_sleep_runtime, of which sum_block_runtime in D). What they leave of
+ * the wall time is CPU time the kernel had not yet added to the running thread's count
+ * at either end (it adds it at its tick and at a switch), and, without schedstats, the
+ * time off CPU: sleeping if the thread slept (a voluntary switch) in between.
+ */
+volatile const __u8 hook_free = 0;
+volatile const __u8 schedstats = 0; /* kernel.sched_schedstats was 1 at load */
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+struct sched_entity___span {
+	__u64 sum_exec_runtime;
+};
+struct sched_info___span {
+	unsigned long long run_delay;
+};
+struct sched_statistics___span {
+	__u64 sum_sleep_runtime;
+	__u64 sum_block_runtime;
+};
+struct task_struct___span {
+	struct sched_entity___span se;
+	struct sched_info___span sched_info;
+	unsigned long nvcsw;
+	struct sched_statistics___span stats;
+};
+#pragma clang attribute pop
+
+/* The running thread's cumulative times per span part, as the kernel counts them. */
+static __always_inline void counted_parts(struct task_struct *task, __u64 *parts)
+{
+	struct task_struct___span *t = (void *)task;
+
+	parts[TC_ON_CPU] = t->se.sum_exec_runtime;
+	parts[TC_RUNNABLE] = t->sched_info.run_delay;
+	parts[TC_SLEEPING] = 0;
+	parts[TC_UNINTERRUPTIBLE] = 0;
+	if (schedstats && bpf_core_field_exists(t->stats)) {
+		parts[TC_UNINTERRUPTIBLE] = t->stats.sum_block_runtime;
+		parts[TC_SLEEPING] = t->stats.sum_sleep_runtime - parts[TC_UNINTERRUPTIBLE];
+	}
+}
+
+static __always_inline __u32 voluntary_switches(struct task_struct *task)
+{
+	return ((struct task_struct___span *)task)->nvcsw;
+}
+
 /* The saved user registers' size (the uapi layout), bounding an argument's register. */
 #if defined(__TARGET_ARCH_x86)
 #define TC_PT_REGS_SIZE (21 * 8)
@@ -1143,8 +1196,10 @@ static __always_inline void live_view(struct record *r, struct tc_view *v)
 
 /* Adds the ended span of frame f to its sums. The parts add up to the wall time: any
  * difference (a repair of an unseen switch moved time across the start) is taken from or
- * given to the largest part. */
-static __always_inline void span_account(struct tc_span_frame *f, __u64 *now_parts, __u64 now)
+ * given to the largest part; in the hook-free mode, given to rest_to (what the counts
+ * missed: see hook_free), or taken from on CPU while it has enough. */
+static __always_inline void span_account(struct tc_span_frame *f, __u64 *now_parts, __u64 now,
+					 int rest_to)
 {
 	__u32 span = f->span;
 	struct tc_span_stats *st = bpf_map_lookup_elem(&span_stats, &span);
@@ -1162,6 +1217,11 @@ static __always_inline void span_account(struct tc_span_frame *f, __u64 *now_par
 		if (part[i] > part[largest])
 			largest = i;
 	}
+	if (hook_free && wall >= sum)
+		largest = rest_to;
+	else if (hook_free && part[TC_ON_CPU] >= sum - wall)
+		largest = TC_ON_CPU;
+	largest &= TC_SPAN_PARTS - 1;
 	part[largest] += wall - sum;
 	if (part[largest] < 0)
 		part[largest] = 0;
@@ -1217,6 +1277,7 @@ static __always_inline void span_start(struct pt_regs *ctx, struct tc_probe *p,
 	for (int i = 0; i < TC_SPAN_PARTS; i++)
 		f->part_ns[i] = parts[i];
 	f->int_arg = span_arg(ctx, &p->int_arg);
+	f->nvcsw = hook_free ? voluntary_switches(bpf_get_current_task_btf()) : 0;
 	f->text[0] = 0;
 	if (p->text_arg.kind != TC_ARG_NONE) {
 		text = span_arg(ctx, &p->text_arg);
@@ -1229,7 +1290,8 @@ static __always_inline void span_start(struct pt_regs *ctx, struct tc_probe *p,
 static __always_inline void span_end(struct tc_probe *p, struct tc_span_thread *t,
 				     __u64 *parts, __u64 now)
 {
-	int level;
+	struct tc_span_frame *f;
+	int level, rest_to = TC_ON_CPU;
 
 	if (t->skipped) {
 		t->skipped--;
@@ -1240,7 +1302,10 @@ static __always_inline void span_end(struct tc_probe *p, struct tc_span_thread *
 		count(TC_SPAN_UNMATCHED);
 		return;
 	}
-	span_account(&t->frames[level & (TC_SPAN_DEPTH - 1)], parts, now);
+	f = &t->frames[level & (TC_SPAN_DEPTH - 1)];
+	if (hook_free && !schedstats && voluntary_switches(bpf_get_current_task_btf()) != f->nvcsw)
+		rest_to = TC_SLEEPING;
+	span_account(f, parts, now, rest_to);
 	span_drop_from(t, level + 1);
 	t->depth = level;
 }
@@ -1289,14 +1354,19 @@ int on_span_probe(struct pt_regs *ctx)
 	p = bpf_map_lookup_elem(&span_probes, &site);
 	if (!p)
 		return 0;
-	r = span_record(task);
-	if (!r) {
-		count(TC_SPAN_NO_RECORD);
-		return 0;
+	if (hook_free) {
+		now = bpf_ktime_get_ns();
+		counted_parts(task, parts);
+	} else {
+		r = span_record(task);
+		if (!r) {
+			count(TC_SPAN_NO_RECORD);
+			return 0;
+		}
+		live_view(r, &v);
+		now = bpf_ktime_get_ns();
+		span_parts_at(&v, now, parts);
 	}
-	live_view(r, &v);
-	now = bpf_ktime_get_ns();
-	span_parts_at(&v, now, parts);
 	t = bpf_map_lookup_elem(&span_threads, &tid);
 	if (!t) {
 		if (p->end) {

@@ -162,8 +162,9 @@ struct tc_span_frame {
 	__u64 part_ns[TC_SPAN_PARTS];
 	__s64 int_arg;
 	__u16 span;
+	__u16 pad;
+	__u32 nvcsw; /* the thread's voluntary switches then, in the hook-free mode */
 	__u8 text[TC_SPAN_TEXT];
-	__u8 pad[6];
 };
 
 /*

@@ -85,8 +85,9 @@ type threadcapTcSpanFrame struct {
 	PartNs  [4]uint64
 	IntArg  int64
 	Span    uint16
+	Pad     uint16
+	Nvcsw   uint32
 	Text    [128]uint8
-	Pad     [6]uint8
 }
 
 type threadcapTcSpanStats struct {
@@ -179,7 +180,9 @@ const (
 	threadcapProgOnWakeup       = "on_wakeup"
 	threadcapProgOnWakeupNew    = "on_wakeup_new"
 	threadcapVarCapacity        = "capacity"
+	threadcapVarHookFree        = "hook_free"
 	threadcapVarPassiveSyscalls = "passive_syscalls"
+	threadcapVarSchedstats      = "schedstats"
 	threadcapVarSlotsUsed       = "slots_used"
 	threadcapVarSpansOn         = "spans_on"
 	threadcapVarStackStates     = "stack_states"
@@ -265,7 +268,9 @@ type threadcapMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type threadcapVariableSpecs struct {
 	Capacity        *ebpf.VariableSpec `ebpf:"capacity"`
+	HookFree        *ebpf.VariableSpec `ebpf:"hook_free"`
 	PassiveSyscalls *ebpf.VariableSpec `ebpf:"passive_syscalls"`
+	Schedstats      *ebpf.VariableSpec `ebpf:"schedstats"`
 	SlotsUsed       *ebpf.VariableSpec `ebpf:"slots_used"`
 	SpansOn         *ebpf.VariableSpec `ebpf:"spans_on"`
 	StackStates     *ebpf.VariableSpec `ebpf:"stack_states"`
@@ -328,7 +333,9 @@ func (m *threadcapMaps) Close() error {
 // It can be passed to loadThreadcapObjects or ebpf.CollectionSpec.LoadAndAssign.
 type threadcapVariables struct {
 	Capacity        *ebpf.Variable `ebpf:"capacity"`
+	HookFree        *ebpf.Variable `ebpf:"hook_free"`
 	PassiveSyscalls *ebpf.Variable `ebpf:"passive_syscalls"`
+	Schedstats      *ebpf.Variable `ebpf:"schedstats"`
 	SlotsUsed       *ebpf.Variable `ebpf:"slots_used"`
 	SpansOn         *ebpf.Variable `ebpf:"spans_on"`
 	StackStates     *ebpf.Variable `ebpf:"stack_states"`

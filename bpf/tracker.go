@@ -207,7 +207,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 		delete(spec.Programs, threadcapProgOnSysEnter)
 		delete(spec.Programs, threadcapProgOnSysExit)
 	case SyscallsTick:
-		if err := hookFree(spec, cfg); err != nil {
+		if err := hookFree(spec); err != nil {
 			return err
 		}
 	default:

@@ -85,8 +85,16 @@ func spanWallUs(t *testing.T, dir, span string) int64 {
 // of the ticks they were open at, as often as they were open. A C program's 200 µs span
 // in a loop, then pgbench's queries of a fraction of a millisecond: the share of rows in
 // the span equals the share of time in it that the spans file gives. Read as of the
-// sampler's read, ~25 ms after the tick, no row carried them.
+// sampler's read, ~25 ms after the tick, no row carried them. In the full mode and in the
+// hook-free one, where no hook keeps the records and the spans' parts are the kernel's
+// counts.
 func TestShortSpansAtTheTick(t *testing.T) {
+	for _, mode := range []string{"full", "tick"} {
+		t.Run(mode, func(t *testing.T) { shortSpansAtTheTick(t, mode) })
+	}
+}
+
+func shortSpansAtTheTick(t *testing.T, mode string) {
 	r := newRig(t)
 	pg, pgBin, work, bin, dir, cfg := r.pg, r.pgBin, r.work, r.bin, r.dir, r.cfg
 	// One span each, so that a row's span is the one measured: spanwork's call with its
@@ -109,7 +117,8 @@ spans:
 	}
 	// 100 Hz: each share below is measured over about a thousand rows, so that chance
 	// moves it by a few hundredths at most.
-	d := daemontest.Start(t, bin, time.Minute, "--config", cfg, "--log-level", "warn", "--hz", "100", "--all")
+	d := daemontest.Start(t, bin, time.Minute, "--config", cfg, "--log-level", "warn", "--hz", "100", "--all",
+		"--syscalls", mode)
 
 	// 200 µs of CPU in the span, then 200 µs outside it: about half the time in it.
 	call := exec.Command(work, "20000", "200us", "0", "0", "200us")
