@@ -211,7 +211,12 @@ func TestReaderLosesOnlyTheDamage(t *testing.T) {
 
 // FuzzReaderDamagedLine: whatever one damaged line holds, put between rows written as the
 // writer writes them, every row is read, as written, and the damaged line counts as at
-// most one lost record (or reads as one row, when it happens to be one).
+// most one lost record (or reads as one row, when it happens to be one). That holds when
+// no row's text holds a newline. When one does, a quote the damaged line leaves open can
+// close on a following row's line into a record that parses and has the header's fields
+// (`,"` then `",` reads as three fields), and the rows after it can go on pairing up the
+// wrong lines: no reader can tell those records from rows by their syntax (the fuzzer
+// found both). Then only the rows before the damage, and reading on to the end, are held.
 func FuzzReaderDamagedLine(f *testing.F) {
 	for _, seed := range [][2]string{
 		{"garbage,\"unterminated", "two\nlines"}, {"\"", "a,b"}, {"x,\"y", `say "hi"`}, {"\"a\"b", "=1"},
@@ -235,6 +240,12 @@ func FuzzReaderDamagedLine(f *testing.F) {
 		got, lost, tail := readAll(t, in)
 		if len(want) != 6 {
 			t.Fatalf("%q: %d rows without damage, want 6", clean, len(want))
+		}
+		if strings.Contains(text, "\n") {
+			if len(got) < 3 || !reflect.DeepEqual(got[:3], want[:3]) || tail != nil {
+				t.Fatalf("%q:\n got %q, %d lost, tail %v\nwant %q first", in, got, lost, tail, want[:3])
+			}
+			return
 		}
 		// The damaged line may read as a row of its own, between the third and fourth.
 		if len(got) == 7 && lost == 0 {

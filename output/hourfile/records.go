@@ -30,7 +30,12 @@ const maxRecord = 1 << 20
 // there into LF), and a last record with no newline is not returned but counted in Partial:
 // in the current hour's file that is a row the writer is still writing.
 //
-// A damaged line costs that line only. A record that does not parse (ErrBareQuote,
+// A damaged line costs that line only, when no row's text holds a newline. When rows' text
+// does, a quote the damaged line leaves open can close on a following row's line into a
+// record that parses and fits the header, and the rows after it can go on pairing up the
+// wrong lines: no reader can tell those from rows by their syntax (FuzzReaderDamagedLine
+// found such files); a caller that checks values (Reader.Reject) skips them. A record
+// that does not parse (ErrBareQuote,
 // ErrQuote), or that its reader rejects (Reject), gives back the lines after its first to
 // be read again: a quote a damaged line leaves open would otherwise take the following
 // rows into one field, up to the next stray quote or the end of the file.
