@@ -53,21 +53,7 @@ func TestTCPReadInTheKernelAsSockDiagShowsIt(t *testing.T) {
 		names = append(names, name)
 	}
 	for _, network := range []string{"tcp4", "tcp6"} {
-		ln, err := net.Listen(network, map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network])
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		client, err := net.Dial(network, ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer client.Close()
-		server, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer server.Close()
+		ln, client, server := loopbackPair(t, network)
 		for range 2 { // left to accept
 			c, err := net.Dial(network, ln.Addr().String())
 			if err != nil {
@@ -86,21 +72,7 @@ func TestTCPReadInTheKernelAsSockDiagShowsIt(t *testing.T) {
 		add(network+" listener", ln.(*net.TCPListener), ln.Addr())
 	}
 	// A half-closed pair: the closing end in FIN_WAIT2, its peer in CLOSE_WAIT.
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	closing, err := net.Dial("tcp4", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closing.Close()
-	peer, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	_, closing, peer := loopbackPair(t, "tcp4")
 	if err := closing.(*net.TCPConn).CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
