@@ -19,9 +19,13 @@ import (
 // machine's) back an hour, forward again, and forward another hour, 20 ticks a second:
 // ticking goes on at the rate asked, rows written while the clock was back stay in the
 // current hour's file, the step forward starts the next hour's file, and no row is lost.
+// The test's clock starts at the middle of an hour, so that a run near the machine's hour
+// boundary does not cross into another hour on its own.
 func TestClockSteps(t *testing.T) {
+	now := time.Now()
+	mid := now.Truncate(time.Hour).Add(30 * time.Minute).Sub(now)
 	var offset atomic.Int64
-	wall := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	wall := func() time.Time { return time.Now().Add(mid + time.Duration(offset.Load())) }
 	const interval, phase = 50 * time.Millisecond, time.Second
 	p := startPipeline(t, options{interval: interval, wall: wall,
 		filter: sampler.Filter{All: true, Pids: []int32{int32(os.Getpid())}}})
