@@ -190,6 +190,7 @@ func (r *Record) Thread(t *state.Thread, tick uint64) {
 		KernelStack:    v.Kstack,
 		UserStack:      v.Ustack,
 		TickStacks:     v == &r.AtTick && r.StacksAtTick != 0,
+		SplitEstimated: r.SplitEstimated != 0,
 	}
 }
 

@@ -471,6 +471,12 @@ static __always_inline bool see(__u64 *seen, __u64 tick)
 	return first;
 }
 
+/* Whether split_off_cpu splits this thread's time off CPU by the kernel's counts. */
+static __always_inline bool split_counted(struct task_struct___tc *task)
+{
+	return schedstats && bpf_core_field_exists(task->stats) && !(task->flags & PF_KTHREAD);
+}
+
 /* Gives a task seen for the first time a record, with no time in it yet. */
 static __noinline void first_record(struct task_struct___tc *task, struct task_slot *ts,
 				    struct tc_iter_task *it, __u64 tick)
@@ -530,6 +536,7 @@ static __noinline void first_record(struct task_struct___tc *task, struct task_s
 	r->exec_ns = it->exec;
 	r->tick_ns = 0; /* the live view is the view at the tick */
 	r->stacks_at_tick = 0;
+	r->split_estimated = !split_counted(task);
 	r->live.state = observed_state(task, &cpu, &raw);
 	r->live.prev_state = r->live.state;
 	r->live.since_ns = tick;
@@ -588,8 +595,9 @@ static __always_inline __u64 give_back(struct tc_iter_task *it, __u64 owed)
  * threads: the kernel counts their idle waits (TASK_IDLE) as blocked, which threadcap
  * shows as sleeping. What a row showed of D is not taken back (a row never shows less
  * than nothing), and the current state keeps its stretch since since_ns (stretch).
+ * Returns false when it left the split estimated: the record says so (split_estimated).
  */
-static __always_inline void split_off_cpu(struct task_struct___tc *task, struct tc_iter_task *it,
+static __always_inline bool split_off_cpu(struct task_struct___tc *task, struct tc_iter_task *it,
 					  __u8 st, __u64 stretch, __u64 shown_d)
 {
 	__u64 tot = it->cum[TC_SLEEPING] + it->cum[TC_UNINTERRUPTIBLE], d, start, now;
@@ -597,8 +605,8 @@ static __always_inline void split_off_cpu(struct task_struct___tc *task, struct 
 	struct tc_cpu *c;
 	__u32 cpu;
 
-	if (!schedstats || !bpf_core_field_exists(task->stats) || (task->flags & PF_KTHREAD))
-		return;
+	if (!split_counted(task))
+		return false;
 	d = task->stats.sum_block_runtime - it->base_block;
 	start = task->stats.block_start;
 	cpu = task->thread_info.cpu;
@@ -619,6 +627,7 @@ static __always_inline void split_off_cpu(struct task_struct___tc *task, struct 
 		d = tot;
 	it->cum[TC_UNINTERRUPTIBLE] = d;
 	it->cum[TC_SLEEPING] = tot - d;
+	return true;
 }
 
 /*
@@ -637,6 +646,7 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 	__u64 from = it->tick_ns, prev = prev_tick_ns, dcpu, drun;
 	__u64 shown_d = it->cum[TC_UNINTERRUPTIBLE], since = r->live.since_ns;
 	__s64 rest;
+	bool counted;
 
 	if (tick <= from)
 		return; /* visited twice in one iteration */
@@ -690,7 +700,7 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 	}
 	if (moved || st != old)
 		since = tick;
-	split_off_cpu(task, it, st, tick - since, shown_d);
+	counted = split_off_cpu(task, it, st, tick - since, shown_d);
 	it->tick_ns = tick;
 	it->exec = exec;
 	it->run_delay = run;
@@ -704,6 +714,7 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 	}
 	write_identity(r, task);
 	r->exec_ns = exec;
+	r->split_estimated = !counted;
 	write_view(r, task, it, st, raw, cpu, moved, tick);
 	seq_release(&r->seq, c);
 }

@@ -333,6 +333,9 @@ func tickModeSleepAndDAreTheKernels(t *testing.T) {
 		last, _, tick1, _ = tickRead(t, tr, pid)
 	}
 	sleep1, block1 := sleepCounts(t, pid)
+	if last.SplitEstimated {
+		t.Error("the record says its split of sleeping and D is estimated, with schedstats on")
+	}
 	before, after := first.TimesAt(tick0), last.TimesAt(tick1)
 	gotD := float64(after[state.Uninterruptible] - before[state.Uninterruptible])
 	gotS := float64(after[state.Sleeping] - before[state.Sleeping])
@@ -346,6 +349,32 @@ func tickModeSleepAndDAreTheKernels(t *testing.T) {
 		if slack := max(0.02*c.want, 20e6); c.got < c.want-slack || c.got > c.want+slack {
 			t.Errorf("%s: %.1f ms in the record, the kernel counted %.1f", c.name, c.got/1e6, c.want/1e6)
 		}
+	}
+}
+
+// A record says whether its split between sleeping and D is estimated: in the hook-free
+// mode, a user thread's is counted with schedstats on (the kernel matrix runs this with
+// them) and estimated without (this machine's kernel has none), a kernel thread's is
+// always estimated (split_off_cpu); in the full mode, whose hooks see every switch, it
+// never is.
+func TestTickModeSaysWhetherItsSplitIsCounted(t *testing.T) {
+	bothPasses(t, tickModeSaysWhetherItsSplitIsCounted)
+}
+
+func tickModeSaysWhetherItsSplitIsCounted(t *testing.T) {
+	tr := openTracker(t, Config{Syscalls: SyscallsTick})
+	sl := workload.Sleeper(t)
+	th := tickFind(t, tr, sl.Tid, func(th *state.Thread) bool { return th.State == state.Sleeping })
+	if want := !SchedstatsOn(); th.SplitEstimated != want {
+		t.Errorf("a sleeping user thread's record says estimated %v, want %v (schedstats on: %v)", th.SplitEstimated, want, SchedstatsOn())
+	}
+	// kthreadd, pid 2, the parent of every kernel thread.
+	if kt, _, _, seen := tickRead(t, tr, 2); !seen || !kt.SplitEstimated {
+		t.Errorf("kthreadd's record (found %v) says estimated %v, want true", seen, kt.SplitEstimated)
+	}
+	full := openTracker(t, Config{})
+	if th := find(t, full, sl.Tid, func(th *state.Thread) bool { return th.State == state.Sleeping }); th.SplitEstimated {
+		t.Error("the full mode's record of the sleeper says its split is estimated")
 	}
 }
 

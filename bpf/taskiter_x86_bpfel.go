@@ -14,19 +14,19 @@ import (
 )
 
 type taskiterRecord struct {
-	_            structs.HostLayout
-	Seq          uint32
-	Tid          uint32
-	Tgid         uint32
-	ExecGen      uint16
-	StacksAtTick uint8
-	Pad0         uint8
-	StartNs      uint64
-	CgroupId     uint64
-	ExecNs       uint64
-	TickNs       uint64
-	Comm         [16]uint8
-	Live         struct {
+	_              structs.HostLayout
+	Seq            uint32
+	Tid            uint32
+	Tgid           uint32
+	ExecGen        uint16
+	StacksAtTick   uint8
+	SplitEstimated uint8
+	StartNs        uint64
+	CgroupId       uint64
+	ExecNs         uint64
+	TickNs         uint64
+	Comm           [16]uint8
+	Live           struct {
 		_         structs.HostLayout
 		SinceNs   uint64
 		CpuNs     uint64

@@ -98,7 +98,7 @@ struct record {
 	__u32 tgid;
 	__u16 exec_gen;  /* bumped by every exec, so user space refreshes process context */
 	__u8 stacks_at_tick; /* 1: at_tick's stacks were taken on CPU at the tick (on_timer) */
-	__u8 pad0;
+	__u8 split_estimated; /* hook-free mode: its sleeping and D are their sum split by the states seen */
 	__u64 start_ns;  /* task start time (CLOCK_MONOTONIC): tells a reused tid apart */
 	__u64 cgroup_id; /* cgroup v2 id (the inode of its cgroupfs directory) */
 	__u64 exec_ns;   /* the task's se.sum_exec_runtime at the last switch seen (in or out) */

@@ -14,20 +14,20 @@ import (
 )
 
 type threadcapRecord struct {
-	_            structs.HostLayout
-	Seq          uint32
-	Tid          uint32
-	Tgid         uint32
-	ExecGen      uint16
-	StacksAtTick uint8
-	Pad0         uint8
-	StartNs      uint64
-	CgroupId     uint64
-	ExecNs       uint64
-	TickNs       uint64
-	Comm         [16]uint8
-	Live         threadcapTcView
-	AtTick       threadcapTcView
+	_              structs.HostLayout
+	Seq            uint32
+	Tid            uint32
+	Tgid           uint32
+	ExecGen        uint16
+	StacksAtTick   uint8
+	SplitEstimated uint8
+	StartNs        uint64
+	CgroupId       uint64
+	ExecNs         uint64
+	TickNs         uint64
+	Comm           [16]uint8
+	Live           threadcapTcView
+	AtTick         threadcapTcView
 }
 
 type threadcapTaskSlot struct {

@@ -264,6 +264,7 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 			raw[i] = int64(times[i]/1000) - int64(before[i]/1000)
 		}
 		row.StateTimeUs = fitInterval(raw)
+		row.SplitEstimated = th.SplitEstimated
 		kernelUs := int64(th.CPUAt(mono)/1000) - int64(prev.cpuAt(s.prevMono)/1000)
 		prev.carry = reconcileCPU(&row.StateTimeUs, kernelUs, prev.carry)
 		row.Voluntary = int64(th.Voluntary - prev.vol)

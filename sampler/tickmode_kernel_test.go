@@ -17,7 +17,8 @@ import (
 
 // The hook-free mode (syscalls tick) through the sampler, as the daemon runs it: a spinner's
 // on_cpu_us adds up to its schedstat, a vfork parent is in D for the whole of each row, a
-// process that exits has its dead row, and every row's times add up to its interval.
+// process that exits has its dead row, every row's times add up to its interval, and a
+// user thread's row says its split of sleeping and D is estimated unless schedstats are on.
 //
 // The spinner is stopped at the first tick and a second before the end, so that the
 // schedstat read after those ticks holds what the pass read at them: reads run late on a
@@ -93,6 +94,10 @@ func TestTickModeRows(t *testing.T) {
 				dRows++
 				if row.State != state.Uninterruptible || row.StateTimeUs[state.Uninterruptible] < interval-2 {
 					t.Errorf("tick %d: vfork parent %v, %v µs of %d in D", i, row.State, row.StateTimeUs, interval)
+				}
+				if row.SplitEstimated == bpf.SchedstatsOn() {
+					t.Errorf("tick %d: the vfork parent's row says its split is estimated %v, with schedstats on %v",
+						i, row.SplitEstimated, bpf.SchedstatsOn())
 				}
 			}
 		}

@@ -30,6 +30,10 @@ type Sample struct {
 	// StateTimeUs is the time spent in each timed state since the previous tick
 	// (on CPU, runnable, sleeping, uninterruptible, stopped); Unknown for a seeded thread.
 	StateTimeUs [TimedStates]int64
+	// SplitEstimated says StateTimeUs's sleeping and uninterruptible parts are their sum,
+	// which is the kernel's, split by the states seen at the ticks (the hook-free mode
+	// without schedstats), not each counted.
+	SplitEstimated bool
 	// Voluntary and Involuntary are context switches since the previous tick, or Unknown.
 	Voluntary, Involuntary int64
 	Exe                    string // the process's executable path

@@ -47,6 +47,9 @@ type Thread struct {
 	// TickStacks says KernelStack and UserStack were taken while the thread ran, at the
 	// first timer on its CPU after the tick (see bpf's tick_stacks), not at a switch-out.
 	TickStacks bool
+	// SplitEstimated says StateNs's sleeping and uninterruptible parts are their sum split
+	// by the states seen at the ticks (see bpf's split_off_cpu), not each counted.
+	SplitEstimated bool
 	// Seeded is set for a thread read from /proc that the kernel side has not observed yet.
 	Seeded bool
 	// Wchan is the kernel function a seeded thread waits in, from /proc.

@@ -39,6 +39,10 @@ func AppendCSV(dst []byte, s *state.Sample) []byte {
 	for _, us := range s.StateTimeUs {
 		dst = appendInt(append(dst, ','), us)
 	}
+	dst = append(dst, ',')
+	if s.StateTimeUs[state.Sleeping] != state.Unknown {
+		dst = strconv.AppendBool(dst, s.SplitEstimated)
+	}
 	dst = appendInt(append(dst, ','), s.Voluntary)
 	dst = appendInt(append(dst, ','), s.Involuntary)
 	dst = hourfile.AppendText(append(dst, ','), s.Exe)

@@ -227,6 +227,7 @@ func TestGolden(t *testing.T) {
 	rows[0].IOBytes, rows[0].IOUs, rows[0].IOQueueUs = 8192, 1520, 0
 	rows[2].Span, rows[2].SpanUs, rows[2].SpanArg = "query", 0, "SELECT 1,\x1b\"x\""
 	rows[2].Cmdline = "postgres: app shop 127.0.0.1(5432) SELECT"
+	rows[2].SplitEstimated = true
 	got := []byte(Header())
 	for i := range rows {
 		got = AppendCSV(got, &rows[i])

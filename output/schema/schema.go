@@ -14,7 +14,7 @@ import (
 // Version is the version of the column layout below. It changes whenever a column is
 // added, removed, renamed, reordered or changes type, so that saved queries can tell which
 // files they understand.
-const Version = 8
+const Version = 9
 
 // Column describes one CSV column: what analysts need to load it and what DBAs need to read
 // it.
@@ -54,6 +54,7 @@ var Columns = []Column{
 	{"sleeping_us", TypeBigint, "µs", "Time in interruptible sleep since the previous tick; empty for a seeded thread."},
 	{"uninterruptible_us", TypeBigint, "µs", "Time in uninterruptible sleep (D) since the previous tick; empty for a seeded thread."},
 	{"stopped_us", TypeBigint, "µs", "Time stopped since the previous tick; empty for a seeded thread."},
+	{"sleep_split_estimated", TypeBoolean, "", "true when sleeping_us and uninterruptible_us are not each the kernel's count but their sum (the kernel's) split by the states seen at the ticks: the hook-free mode (syscalls: tick) without kernel.sched_schedstats=1, and kernel threads in that mode; false when each is counted; empty for a seeded thread."},
 	{"voluntary_switches", TypeBigint, "", "Context switches off CPU by sleeping since the previous tick; empty when unknown."},
 	{"involuntary_switches", TypeBigint, "", "Context switches off CPU by preemption since the previous tick; empty when unknown."},
 	{"exe", TypeVarchar, "", "Path of the process's executable." + hourfile.TextNote},
