@@ -39,10 +39,6 @@ func AppendCSV(dst []byte, s *state.Sample) []byte {
 	for _, us := range s.StateTimeUs {
 		dst = appendInt(append(dst, ','), us)
 	}
-	dst = append(dst, ',')
-	if s.StateTimeUs[state.Sleeping] != state.Unknown {
-		dst = strconv.AppendBool(dst, s.SplitEstimated)
-	}
 	dst = appendInt(append(dst, ','), s.Voluntary)
 	dst = appendInt(append(dst, ','), s.Involuntary)
 	dst = hourfile.AppendText(append(dst, ','), s.Exe)
@@ -84,6 +80,10 @@ func AppendCSV(dst []byte, s *state.Sample) []byte {
 		for _, v := range [...]int64{s.TCP.SrttUs, s.TCP.Retrans, s.TCP.Lost, s.TCP.Cwnd, s.TCP.Unacked, s.TCP.RcvQueue, s.TCP.SndQueue} {
 			dst = strconv.AppendInt(append(dst, ','), v, 10)
 		}
+	}
+	dst = append(dst, ',')
+	if s.StateTimeUs[state.Sleeping] != state.Unknown {
+		dst = strconv.AppendBool(dst, s.SplitEstimated)
 	}
 	return append(dst, '\n')
 }

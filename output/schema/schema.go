@@ -54,7 +54,6 @@ var Columns = []Column{
 	{"sleeping_us", TypeBigint, "µs", "Time in interruptible sleep since the previous tick; empty for a seeded thread."},
 	{"uninterruptible_us", TypeBigint, "µs", "Time in uninterruptible sleep (D) since the previous tick; empty for a seeded thread."},
 	{"stopped_us", TypeBigint, "µs", "Time stopped since the previous tick; empty for a seeded thread."},
-	{"sleep_split_estimated", TypeBoolean, "", "true when sleeping_us and uninterruptible_us are not each the kernel's count but their sum (the kernel's) split by the states seen at the ticks: the hook-free mode (syscalls: tick) without kernel.sched_schedstats=1, and kernel threads in that mode; false when each is counted; empty for a seeded thread."},
 	{"voluntary_switches", TypeBigint, "", "Context switches off CPU by sleeping since the previous tick; empty when unknown."},
 	{"involuntary_switches", TypeBigint, "", "Context switches off CPU by preemption since the previous tick; empty when unknown."},
 	{"exe", TypeVarchar, "", "Path of the process's executable." + hourfile.TextNote},
@@ -84,6 +83,7 @@ var Columns = []Column{
 	{"tcp_unacked", TypeBigint, "segments", "That connection's segments sent and not yet acknowledged."},
 	{"tcp_rcv_queue", TypeBigint, "bytes", "Bytes received on that connection and not yet read (ss's Recv-Q)."},
 	{"tcp_snd_queue", TypeBigint, "bytes", "Bytes written to that connection and not yet acknowledged (ss's Send-Q)."},
+	{"sleep_split_estimated", TypeBoolean, "", "true when sleeping_us and uninterruptible_us are not each the kernel's count but their sum (the kernel's) split by the states seen at the ticks: the hook-free mode (syscalls: tick) without kernel.sched_schedstats=1, and kernel threads in that mode; false when each is counted; empty for a seeded thread."},
 }
 
 // StackColumns is the layout of every stacks file: a stack's hash, as rows show it, and its

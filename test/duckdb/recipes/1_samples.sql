@@ -11,16 +11,16 @@ FROM read_csv('data/threadcap_samples_*.csv*', header = true, columns = {
     'syscall': 'VARCHAR', 'syscall_us': 'BIGINT', 'syscall_cpu_us': 'BIGINT',
     'syscall_args': 'VARCHAR', 'cpu': 'INTEGER', 'on_cpu_us': 'BIGINT',
     'runnable_us': 'BIGINT', 'sleeping_us': 'BIGINT', 'uninterruptible_us': 'BIGINT',
-    'stopped_us': 'BIGINT', 'sleep_split_estimated': 'BOOLEAN',
-    'voluntary_switches': 'BIGINT', 'involuntary_switches': 'BIGINT', 'exe': 'VARCHAR',
-    'seeded': 'BOOLEAN', 'wchan': 'VARCHAR', 'cgroup': 'VARCHAR', 'fd_target': 'VARCHAR',
+    'stopped_us': 'BIGINT', 'voluntary_switches': 'BIGINT',
+    'involuntary_switches': 'BIGINT', 'exe': 'VARCHAR', 'seeded': 'BOOLEAN',
+    'wchan': 'VARCHAR', 'cgroup': 'VARCHAR', 'fd_target': 'VARCHAR',
     'kernel_stack': 'VARCHAR', 'user_stack': 'VARCHAR', 'io_dev': 'VARCHAR',
     'io_op': 'VARCHAR', 'io_bytes': 'BIGINT', 'io_us': 'BIGINT', 'io_queue_us': 'BIGINT',
     'span': 'VARCHAR', 'span_us': 'BIGINT', 'span_arg': 'VARCHAR', 'cmdline': 'VARCHAR',
     'container': 'VARCHAR', 'pod_uid': 'VARCHAR', 'unit': 'VARCHAR', 'tcp_state': 'VARCHAR',
     'tcp_srtt_us': 'BIGINT', 'tcp_retrans': 'BIGINT', 'tcp_lost': 'BIGINT',
     'tcp_cwnd': 'BIGINT', 'tcp_unacked': 'BIGINT', 'tcp_rcv_queue': 'BIGINT',
-    'tcp_snd_queue': 'BIGINT'});
+    'tcp_snd_queue': 'BIGINT', 'sleep_split_estimated': 'BOOLEAN'});
 
 -- The time of every tick threadcap took, whether any thread had a row at it or not: what
 -- averages per tick divide by.
