@@ -67,7 +67,8 @@ func checkSchedstats(proc string) checkResult {
 			"by the kernel's own counts (as the sysctl is when threadcap starts)"
 	} else {
 		r.detail += "; syscalls tick splits a row's time off CPU into sleeping and uninterruptible " +
-			"by the state seen at the ticks (on_cpu_us, runnable_us and the switches are the kernel's own counts)"
+			"by the state seen at the ticks, and its rows say so in sleep_split_estimated " +
+			"(on_cpu_us, runnable_us and the switches are the kernel's own counts)"
 	}
 	return r
 }
