@@ -37,13 +37,22 @@ func (s *scan) bucketGroups(b *Bucket) map[string]*Group {
 	return groups
 }
 
-// sortedGroups lists groups most active first; nil when there are none.
+// sortedGroups lists groups most active first; nil when there are none. The groups are
+// sorted by pointer and copied once: a page's buckets hold hundreds of thousands, and
+// sorting the groups themselves moves each several times.
 func sortedGroups(groups map[string]*Group) []Group {
-	var out []Group
-	for _, g := range groups {
-		out = append(out, *g)
+	if len(groups) == 0 {
+		return nil
 	}
-	slices.SortFunc(out, mostActive)
+	ptrs := make([]*Group, 0, len(groups))
+	for _, g := range groups {
+		ptrs = append(ptrs, g)
+	}
+	slices.SortFunc(ptrs, func(a, b *Group) int { return mostActive(*a, *b) })
+	out := make([]Group, len(ptrs))
+	for i, g := range ptrs {
+		out[i] = *g
+	}
 	return out
 }
 
