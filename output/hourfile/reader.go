@@ -127,6 +127,15 @@ func (r *Reader) Follow() {
 	}
 }
 
+// Text is the line of the row Next returned last when it holds no double quote, its fields
+// that line cut at its commas (RecordReader.Text, Span); nil otherwise, and for Parquet.
+func (r *Reader) Text() []byte {
+	if r.csv == nil {
+		return nil
+	}
+	return r.csv.Text()
+}
+
 // Reject says that the row Next returned last is damaged (a value does not read): it is
 // counted in Lost, and when it spans lines the lines after its first are read again.
 func (r *Reader) Reject() {

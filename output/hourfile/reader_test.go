@@ -273,6 +273,10 @@ func readAll(t *testing.T, in string) (rows []string, lost int64, tail error) {
 		if !ok {
 			return rows, r.Lost(), r.Tail()
 		}
+		// The reader's text of a row, when it gives one, is its fields joined by commas.
+		if text := r.Text(); text != nil && !bytes.Equal(text, bytes.Join(fields, []byte(","))) {
+			t.Fatalf("row %q has text %q", fields, text)
+		}
 		rows = append(rows, string(bytes.Join(fields, []byte{0})))
 	}
 }

@@ -44,6 +44,7 @@ type RecordReader struct {
 	rec     []byte   // the current record when it cannot stay in the read buffer
 	unq     []byte   // quoted fields, unquoted
 	fields  [][]byte // the current record's fields
+	text    []byte   // the current record's line when it holds no quote (Text)
 	line    int64    // the line the current record starts on, from 1
 	next    int64
 	partial int // bytes of an unfinished last record
@@ -68,6 +69,7 @@ func (rr *RecordReader) Read() ([][]byte, error) {
 	for {
 		rr.line = rr.next
 		rr.multi = false
+		rr.text = nil
 		chunk, err := rr.readLine()
 		if err == nil && bytes.IndexByte(chunk, '"') < 0 {
 			rr.next++
@@ -75,6 +77,7 @@ func (rr *RecordReader) Read() ([][]byte, error) {
 			if len(rec) == 0 {
 				continue // encoding/csv skips empty lines too
 			}
+			rr.text = rec
 			return rr.split(rec), nil
 		}
 		// The slow path: a record longer than the buffer, or one with quotes, which may go on
@@ -183,6 +186,18 @@ func (rr *RecordReader) Resume() {
 		rr.next = rr.line
 		rr.partial = 0
 	}
+}
+
+// Text is the line of the last record read, without its newline, when it holds no double
+// quote: the record's fields are then that text cut at its commas, each a subslice of it
+// (see Span). Nil for a record with quotes, whose fields are unquoted copies.
+func (rr *RecordReader) Text() []byte { return rr.text }
+
+// Span is the text of fields first to last (first <= last) of a record whose line holds no
+// quote, as RecordReader.Text and Read gave them: those fields joined by commas, a subslice
+// of text, with no copy. A field is text[start:end], so its start is cap(text)-cap(field).
+func Span(text []byte, fields [][]byte, first, last int) []byte {
+	return text[cap(text)-cap(fields[first]) : cap(text)-cap(fields[last])+len(fields[last])]
 }
 
 // Line is the line the last record read starts on, for error messages.

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -13,7 +14,8 @@ import (
 	"testing/iotest"
 )
 
-// readAll reads every record, copying each, up to the first error.
+// readAll reads every record, copying each, up to the first error. It panics when a
+// record's Text is not its fields joined by commas, or a Span not those it spans.
 func readAll(rr *RecordReader) ([][]string, error) {
 	var out [][]string
 	for {
@@ -21,11 +23,32 @@ func readAll(rr *RecordReader) ([][]string, error) {
 		if err != nil {
 			return out, err
 		}
+		if text := rr.Text(); text != nil {
+			checkSpans(text, fields)
+		}
 		rec := make([]string, len(fields))
 		for i, f := range fields {
 			rec[i] = string(f)
 		}
 		out = append(out, rec)
+	}
+}
+
+// checkSpans panics unless text, a record's line without quotes, is its fields joined by
+// commas, none holding a comma, and every Span of them is theirs joined by commas.
+func checkSpans(text []byte, fields [][]byte) {
+	if !bytes.Equal(text, bytes.Join(fields, []byte(","))) || bytes.ContainsAny(text, "\"\n") {
+		panic(fmt.Sprintf("text %q of fields %q", text, fields))
+	}
+	for first := range fields {
+		if bytes.IndexByte(fields[first], ',') >= 0 {
+			panic(fmt.Sprintf("field %q of text %q holds a comma", fields[first], text))
+		}
+		for last := first; last < len(fields); last++ {
+			if got, want := Span(text, fields, first, last), bytes.Join(fields[first:last+1], []byte(",")); !bytes.Equal(got, want) {
+				panic(fmt.Sprintf("Span(%d, %d) of %q is %q, want %q", first, last, text, got, want))
+			}
+		}
 	}
 }
 

@@ -27,11 +27,12 @@ type FileDamage struct {
 }
 
 // readFile streams the rows of an hour file of any format into row, after head has its
-// header (nil head: any header will do). Only columns are read (all when nil): the others
-// may read as empty. A row that row finds malformed (false) is skipped. What could not be
+// header (nil head: any header will do), each with its line when that holds no quote
+// (hourfile.Reader.Text). Only columns are read (all when nil): the others may read as
+// empty. A row that row finds malformed (false) is skipped. What could not be
 // read is added to damaged, and the rows lost returned. A file the user may not read is
 // no damage: that error is returned, for the report to say how to get the right.
-func readFile(path string, damaged *[]FileDamage, columns []string, head func([][]byte) error, row func([][]byte) bool) (lost int64, err error) {
+func readFile(path string, damaged *[]FileDamage, columns []string, head func([][]byte) error, row func(fields [][]byte, text []byte) bool) (lost int64, err error) {
 	r, err := hourfile.OpenReader(path)
 	if errors.Is(err, fs.ErrPermission) {
 		return 0, err
@@ -58,7 +59,7 @@ func readFile(path string, damaged *[]FileDamage, columns []string, head func([]
 		if !ok {
 			break
 		}
-		if !row(fields) {
+		if !row(fields, r.Text()) {
 			r.Reject()
 		}
 	}

@@ -100,7 +100,7 @@ func readStacks(path string, frames map[string]string, damaged *[]FileDamage) er
 				return errors.New("not a stacks file: its header is not hash,frames")
 			}
 			return nil
-		}, func(fields [][]byte) bool {
+		}, func(fields [][]byte, _ []byte) bool {
 			frames[string(fields[0])] = string(value(fields, 1, true))
 			return true
 		})

@@ -215,7 +215,7 @@ func (f *Follower) file(path string, isTicks bool, listed map[string]bool) (*fol
 		if fl.ticks {
 			good = f.s.tick(fields)
 		} else {
-			good = f.s.row(&fl.l, fields)
+			good = f.s.row(&fl.l, fields, fl.r.Text())
 		}
 		if !good {
 			fl.r.Reject()

@@ -16,7 +16,8 @@ import (
 
 // changingThreads is a tick of six threads that do not hold still: they are renamed, change
 // state, come in another order at each tick, one is named like a formula (guarded in the
-// file), and tid 503 is reused by another process half way.
+// file), tid 503 is reused by another process half way, and two have lines with quotes at
+// some ticks and without at others.
 func changingThreads(tick time.Time, i int) []state.Sample {
 	var rows []state.Sample
 	for t := range 6 {
@@ -34,6 +35,14 @@ func changingThreads(tick time.Time, i int) []state.Sample {
 		}
 		if t == 3 && i >= 75 {
 			s.Pid, s.Process = 60, "other"
+		}
+		// A comma or a quote makes the line quoted: its fields are compared one by one,
+		// the lines without quotes by runs of columns.
+		if t == 4 && i%3 != 0 {
+			s.Thread = "w4,x"
+		}
+		if t == 5 && i >= 40 && i < 100 {
+			s.Process = `say "hi"`
 		}
 		rows = append(rows, s)
 	}

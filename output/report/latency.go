@@ -106,7 +106,7 @@ func Latency(dir string, w Window) (Latencies, error) {
 				}
 			}
 			return nil
-		}, func(fields [][]byte) bool { return add(col, fields) })
+		}, func(fields [][]byte, _ []byte) bool { return add(col, fields) })
 		if err != nil {
 			return Latencies{}, err
 		}

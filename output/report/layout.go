@@ -19,7 +19,30 @@ type layout struct {
 	hist                     int // the query's BucketHist column, -1 when none
 	by                       []int
 	byText                   []bool
-	where                    []matcher
+	// runs are the By columns the file has, as runs of columns side by side in its
+	// records, when tid is one of them (see lastRow.same).
+	runs  []run
+	where []matcher
+}
+
+// run is the columns first to last of a file's records.
+type run struct{ first, last int }
+
+// runsOf cuts columns, in any order and some perhaps -1 (not in the file), into runs of
+// columns side by side, in the file's order.
+func runsOf(columns []int) []run {
+	sorted := slices.Sorted(slices.Values(columns))
+	var runs []run
+	for _, c := range slices.Compact(sorted) {
+		switch {
+		case c < 0:
+		case len(runs) > 0 && runs[len(runs)-1].last+1 == c:
+			runs[len(runs)-1].last = c
+		default:
+			runs = append(runs, run{c, c})
+		}
+	}
+	return runs
 }
 
 // matcher is the --where matches on one column: any of values will do.
@@ -66,6 +89,9 @@ func (s *scan) layoutOf(header [][]byte) (layout, error) {
 		}
 		l.by = append(l.by, slices.Index(names, c))
 		l.byText = append(l.byText, textColumns[c])
+	}
+	if l.tidBy >= 0 {
+		l.runs = runsOf(l.by)
 	}
 	for _, m := range s.q.Where {
 		i := slices.IndexFunc(l.where, func(w matcher) bool { return w.column == m.Column })

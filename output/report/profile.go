@@ -54,7 +54,7 @@ func FoldedProfile(dir string, q Query) (stacks []FoldedStack, damaged []FileDam
 			}
 			where = profileMatchers(q.Where, col)
 			return nil
-		}, func(fields [][]byte) bool {
+		}, func(fields [][]byte, _ []byte) bool {
 			in, ok := minuteIn(col, fields, w)
 			if !in || slices.ContainsFunc(where, func(m matcher) bool { return !m.matches(fields) }) {
 				return ok

@@ -188,15 +188,16 @@ func (s *scan) file(path string) error {
 	lost, err := readFile(path, &s.res.Damaged, s.q.read(), func(header [][]byte) (err error) {
 		l, err = s.layoutOf(header)
 		return err
-	}, func(fields [][]byte) bool {
-		return s.row(&l, fields)
+	}, func(fields [][]byte, text []byte) bool {
+		return s.row(&l, fields, text)
 	})
 	s.res.Malformed += lost
 	return err
 }
 
-// row adds one record; false when it is malformed.
-func (s *scan) row(l *layout, fields [][]byte) bool {
+// row adds one record, and its line when that holds no quote (hourfile.Reader.Text); false
+// when it is malformed.
+func (s *scan) row(l *layout, fields [][]byte, text []byte) bool {
 	raw := fields[l.time]
 	if !s.lastValid || !bytes.Equal(raw, s.lastRaw) {
 		t, err := time.Parse(time.RFC3339Nano, string(raw))
@@ -270,7 +271,7 @@ func (s *scan) row(l *layout, fields [][]byte) bool {
 		}
 		groups = s.lastGroups
 	}
-	g := s.group(l, fields, b, groups)
+	g := s.group(l, fields, text, b, groups)
 	g.Rows += active
 	g.Inactive += inactive
 	g.CPUUs += cpu
@@ -306,7 +307,7 @@ func (s *scan) ticksFile(path string) error {
 			return fmt.Errorf("not a ticks file: its header is not %s", colTime)
 		}
 		return nil
-	}, s.tick)
+	}, func(fields [][]byte, _ []byte) bool { return s.tick(fields) })
 	s.res.Malformed += lost
 	return err
 }
