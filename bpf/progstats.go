@@ -31,11 +31,15 @@ type ProgramStats struct {
 	Runtime time.Duration
 }
 
-// ProgramStats returns the kernel's counts of each loaded program, by name: the tracker's
-// and, with Config.IO, the block I/O tracker's.
+// ProgramStats returns the kernel's counts of each loaded program, by name: the tracker's,
+// the hook-free mode's pass in that mode and, with Config.IO, the block I/O tracker's.
 func (t *Tracker) ProgramStats() ([]ProgramStats, error) {
 	var out []ProgramStats
-	for _, coll := range []*ebpf.Collection{t.coll, t.io} {
+	colls := []*ebpf.Collection{t.coll, t.io}
+	if t.iter != nil {
+		colls = append(colls, t.iter.coll)
+	}
+	for _, coll := range colls {
 		if coll == nil {
 			continue
 		}

@@ -54,3 +54,33 @@ func TestProgramStatsWhileTheKernelCountsRuns(t *testing.T) {
 		t.Errorf("%s: %+v, then %+v after 50 sleeps: want 50 runs more at least, and run time", sw, before[sw], after[sw])
 	}
 }
+
+// In the hook-free mode the pass is the mode's one program that runs: its runs are
+// counted too, one a tick.
+func TestProgramStatsOfTheHookFreePass(t *testing.T) {
+	tr := openTracker(t, Config{Syscalls: SyscallsTick})
+	was, err := os.ReadFile(StatsEnabledPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(StatsEnabledPath, []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(StatsEnabledPath, was, 0o644) })
+	for range 3 {
+		tickRead(t, tr, os.Getpid())
+	}
+	progs, err := tr.ProgramStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs uint64
+	for _, p := range progs {
+		if p.Name == "walk_tasks" {
+			runs = p.Runs
+		}
+	}
+	if runs < 3 {
+		t.Errorf("walk_tasks ran %d times in 3 ticks by the kernel's counts: %+v", runs, progs)
+	}
+}
