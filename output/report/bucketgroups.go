@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/threadcap/threadcap/state"
 )
@@ -37,21 +38,33 @@ func (s *scan) bucketGroups(b *Bucket) map[string]*Group {
 	return groups
 }
 
-// sortedGroups lists groups most active first; nil when there are none. The groups are
-// sorted by pointer and copied once: a page's buckets hold hundreds of thousands, and
-// sorting the groups themselves moves each several times.
+// sortedGroups lists groups most active first, in mostActive's order; nil when there are
+// none. A page's buckets hold hundreds of thousands of groups, so the groups are sorted by
+// their sums and keys, and copied once: a key is the group's values each ended by a NUL,
+// which none holds (schema.AppendCSV never writes one), so keys are in the order of their
+// values, and one comparison of keys costs less than one of each value.
 func sortedGroups(groups map[string]*Group) []Group {
 	if len(groups) == 0 {
 		return nil
 	}
-	ptrs := make([]*Group, 0, len(groups))
-	for _, g := range groups {
-		ptrs = append(ptrs, g)
+	type entry struct {
+		rows, cpu int64
+		key       string
+		g         *Group
 	}
-	slices.SortFunc(ptrs, func(a, b *Group) int { return mostActive(*a, *b) })
-	out := make([]Group, len(ptrs))
-	for i, g := range ptrs {
-		out[i] = *g
+	entries := make([]entry, 0, len(groups))
+	for key, g := range groups {
+		entries = append(entries, entry{g.Rows, g.CPUUs, key, g})
+	}
+	slices.SortFunc(entries, func(a, b entry) int {
+		if c := cmp.Or(cmp.Compare(b.rows, a.rows), cmp.Compare(b.cpu, a.cpu)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	out := make([]Group, len(entries))
+	for i, e := range entries {
+		out[i] = *e.g
 	}
 	return out
 }

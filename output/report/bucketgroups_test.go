@@ -4,6 +4,8 @@ package report
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -103,3 +105,21 @@ func TestBucketHistCountsKnownValues(t *testing.T) {
 }
 
 func by() []string { return []string{"state"} }
+
+// Groups with the same sums are listed in the order of their values, as mostActive says,
+// also where one value begins another or is empty.
+func TestSortedGroupsInTheOrderOfMostActive(t *testing.T) {
+	values := [][]string{{"a", "z"}, {"ab", ""}, {"a", ""}, {"", "x"}, {"", ""}, {"b", "a"}, {"a", "z0"}, {"a\x01", ""}}
+	groups := map[string]*Group{}
+	var want []Group
+	for i, v := range values {
+		g := &Group{Values: v, Rows: int64(i % 2), CPUUs: 5, Count: 1}
+		// Keyed as lookUp keys them: each value ended by a NUL.
+		groups[strings.Join(v, "\x00")+"\x00"] = g
+		want = append(want, *g)
+	}
+	slices.SortFunc(want, mostActive)
+	if got := sortedGroups(groups); !reflect.DeepEqual(got, want) {
+		t.Errorf("sorted groups %v, want %v", got, want)
+	}
+}

@@ -79,7 +79,8 @@ func (last *lastRow) same(l *layout, fields [][]byte, text []byte) bool {
 		rest := last.spans
 		for _, r := range l.runs {
 			v := hourfile.Span(text, fields, r.first, r.last)
-			if len(v) >= len(rest) || rest[len(v)] != '\n' || string(rest[:len(v)]) != string(v) {
+			// Some runs are empty (no span, no unit), and the same when their lengths are.
+			if len(v) >= len(rest) || rest[len(v)] != '\n' || len(v) > 0 && string(rest[:len(v)]) != string(v) {
 				return false
 			}
 			rest = rest[len(v)+1:]

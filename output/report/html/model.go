@@ -127,6 +127,24 @@ func buildCube(r *report.Result) cube {
 		return n
 	}
 	threads := map[[len(threadColumns)]int64]int64{}
+	// A thread's values repeat in its cells of every bucket, and a column's value often in
+	// the cell before: both are remembered, to code each value once rather than once a cell.
+	// at is where each thread column is in r.By; threads are known by tid.
+	var at [len(threadColumns)]int
+	for i := range at {
+		at[i] = slices.Index(r.By, threadColumns[i])
+	}
+	type coded struct {
+		values [len(threadColumns)]string
+		ref    int64
+	}
+	known := map[string]*coded{} // by tid
+	type last struct {
+		v  string
+		n  int64
+		ok bool
+	}
+	lasts := make([]last, len(c.Dims))
 	// The cells' numbers, in one array: a cell is its bucket, its Dims, its thread, its sums.
 	width, cells := 1+len(c.Dims)+3, 0
 	for _, b := range r.Timeline {
@@ -151,20 +169,43 @@ func buildCube(r *report.Result) cube {
 			cell := ints[:width:width]
 			ints = ints[width:]
 			cell[0] = int64(bi)
-			var thread [len(threadColumns)]int64
-			for i, v := range g.Values {
-				n := code(list[i], v)
-				if l := list[i]; l < len(c.Dims) {
-					cell[1+l] = n
-				} else {
-					thread[l-len(c.Dims)] = n
+			var values [len(threadColumns)]string
+			for i, k := range at {
+				if k >= 0 {
+					values[i] = g.Values[k]
 				}
 			}
-			ref, ok := threads[thread]
-			if !ok {
-				ref = int64(len(c.Threads))
-				threads[thread] = ref
-				c.Threads = append(c.Threads, slices.Clone(thread[:]))
+			seen := known[values[0]]
+			if seen != nil && seen.values != values {
+				seen = nil
+			}
+			var thread [len(threadColumns)]int64
+			for i, v := range g.Values {
+				l := list[i]
+				switch {
+				case l >= len(c.Dims):
+					// Coded already when the thread was seen.
+					if seen == nil {
+						thread[l-len(c.Dims)] = code(l, v)
+					}
+				case lasts[l].ok && lasts[l].v == v:
+					cell[1+l] = lasts[l].n
+				default:
+					cell[1+l] = code(l, v)
+					lasts[l] = last{v, cell[1+l], true}
+				}
+			}
+			var ref int64
+			if seen != nil {
+				ref = seen.ref
+			} else {
+				var ok bool
+				if ref, ok = threads[thread]; !ok {
+					ref = int64(len(c.Threads))
+					threads[thread] = ref
+					c.Threads = append(c.Threads, slices.Clone(thread[:]))
+				}
+				known[values[0]] = &coded{values, ref}
 			}
 			cell[1+len(c.Dims)], cell[2+len(c.Dims)], cell[3+len(c.Dims)] = ref, g.Rows, g.CPUUs
 			c.Cells = append(c.Cells, cell)
