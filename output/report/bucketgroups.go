@@ -18,11 +18,33 @@ const HistBuckets = state.SpanBuckets
 // addToHist counts a value of microseconds in b.Hist; an empty or unreadable one is
 // unknown and left out.
 func addToHist(b *Bucket, v []byte) {
-	n, ok := atoi(v)
-	if len(v) == 0 || !ok || n < 0 {
-		return
+	u, ok := digits(v)
+	if !ok {
+		// A sign, a long number or no number: atoi says.
+		n, ok := atoi(v)
+		if len(v) == 0 || !ok || n < 0 {
+			return
+		}
+		u = uint64(n)
 	}
-	b.Hist[min(bits.Len64(uint64(n)), HistBuckets-1)]++
+	b.Hist[min(bits.Len64(u), HistBuckets-1)]++
+}
+
+// digits reads a field of 1 to 18 decimal digits, as nearly every value of a histogram's
+// is, without atoi's checks for a sign and for overflow (18 digits are under 2^63); false
+// for any other field.
+func digits(v []byte) (uint64, bool) {
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range v {
+		if c-'0' > 9 {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	return u, true
 }
 
 // bucketGroups returns the groups of bucket b, made on first use.

@@ -123,3 +123,25 @@ func TestSortedGroupsInTheOrderOfMostActive(t *testing.T) {
 		t.Errorf("sorted groups %v, want %v", got, want)
 	}
 }
+
+// A histogram reads its values as atoi does: unknown (empty), negative and unreadable
+// values are left out, and a long one counts in the last bucket.
+func TestAddToHistReadsAsAtoi(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want int // the bucket, -1 for none
+	}{
+		{"", -1}, {"0", 0}, {"1", 1}, {"3", 2}, {"1024", 11}, {"-0", 0}, {"-5", -1}, {"12a", -1}, {"+1", -1},
+		{"999999999999999999", HistBuckets - 1}, {"0000000000000000001", 1}, {"99999999999999999999", -1},
+	} {
+		var b Bucket
+		addToHist(&b, []byte(tc.v))
+		var want Bucket
+		if tc.want >= 0 {
+			want.Hist[tc.want] = 1
+		}
+		if b.Hist != want.Hist {
+			t.Errorf("%q counted in %v, want bucket %d", tc.v, b.Hist, tc.want)
+		}
+	}
+}

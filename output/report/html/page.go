@@ -156,6 +156,9 @@ func usedFrames(files []string, c cube) (map[string]string, error) {
 // only the two inline scripts, by hash, and no request of any kind.
 func render(w io.Writer, p *page) error {
 	var data bytes.Buffer
+	// Most of the data is the cube's cells, some 45 bytes each: room for them at once, not
+	// by doubling.
+	data.Grow(48*len(p.Cube.Cells) + 1<<20)
 	enc := json.NewEncoder(&data)
 	enc.SetEscapeHTML(true)
 	if err := enc.Encode(p); err != nil {
