@@ -67,9 +67,23 @@ func stackStates(m StackMode) (uint8, error) {
 	return mask, nil
 }
 
+// deferStacks says whether cfg's kernel stacks off CPU can be walked only for the
+// episodes a tick sees (kstacks.go), on a kernel that allows it: kernel stacks only (a
+// user stack can only be walked by its own thread, at its switch-out), outside the
+// hook-free mode, which has no switch-out to walk at.
+func deferStacks(cfg Config) bool {
+	mask, err := stackStates(cfg.Stacks)
+	return err == nil && mask != 0 && !cfg.UserStacks && cfg.Syscalls != SyscallsTick && !walkAtSwitchOut
+}
+
+// walkAtSwitchOut makes the kernel side walk kernel stacks at every switch-out, as it
+// does on kernels before 6.2, where it could defer them: tests of that path set it.
+var walkAtSwitchOut bool
+
 // configureStacks sizes the stack map and sets what is captured. With stacks off the map
-// keeps one entry, so it costs no memory.
-func configureStacks(spec *ebpf.CollectionSpec, cfg Config) error {
+// keeps one entry, so it costs no memory. deferred walks kernel stacks off CPU only for
+// the episodes a tick sees.
+func configureStacks(spec *ebpf.CollectionSpec, cfg Config, deferred bool) error {
 	mask, err := stackStates(cfg.Stacks)
 	if err != nil {
 		return err
@@ -94,6 +108,13 @@ func configureStacks(spec *ebpf.CollectionSpec, cfg Config) error {
 	}
 	if err := spec.Variables[threadcapVarUserStacks].Set(user); err != nil {
 		return fmt.Errorf("setting user stacks: %w", err)
+	}
+	if deferred {
+		if err := spec.Variables[threadcapVarDeferredStacks].Set(uint8(1)); err != nil {
+			return fmt.Errorf("setting deferred stacks: %w", err)
+		}
+	} else {
+		spec.Maps[threadcapMapTickKstacks].MaxEntries = 1
 	}
 	// A thread on CPU at a tick gets the stacks a switch-out would give it: taken by a
 	// timer once per tick, they cost a walk per running thread and tick, not per switch.

@@ -10,7 +10,8 @@ import (
 	"github.com/threadcap/threadcap/test/workload"
 )
 
-// TestStacksOfUninterruptibleThreads expects a stack for a thread in D state by default,
+// TestStacksOfUninterruptibleThreads expects a stack in the record of a thread in D state
+// when stacks are walked at the switch-out (kernels before 6.2, or with user stacks),
 // user-space frames too when asked for, and none with stacks off.
 func TestStacksOfUninterruptibleThreads(t *testing.T) {
 	for _, tt := range []struct {
@@ -18,11 +19,13 @@ func TestStacksOfUninterruptibleThreads(t *testing.T) {
 		cfg         Config
 		kernel, usr bool
 	}{
-		{"default", Config{}, true, false},
+		{"at switch-out", Config{}, true, false},
 		{"user", Config{UserStacks: true, StackEntries: 1024}, true, true},
 		{"off", Config{Stacks: StacksOff, UserStacks: true}, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			walkAtSwitchOut = true
+			defer func() { walkAtSwitchOut = false }()
 			// A stack whose bucket in the stack map is taken is lost, and counted: the
 			// thread's record then holds none. That is the documented behaviour, not a
 			// fault, so a counted loss gets another vfork parent; an uncounted one fails.
@@ -79,7 +82,7 @@ func TestParseStackMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{Capacity: 1, Syscalls: SyscallsFull, Stacks: StacksOff, StackEntries: MaxStackEntries + 1}
-	if err := configure(spec, cfg); err == nil {
+	if err := configure(spec, cfg, false); err == nil {
 		t.Error("more stack entries than a record's id can hold were accepted")
 	}
 }
@@ -87,6 +90,8 @@ func TestParseStackMode(t *testing.T) {
 // TestPruneKeepsTheStacksRecordsHold prunes the stack map while a vfork parent waits in D
 // and short-lived threads have come and gone: their stacks go, the parent's stays.
 func TestPruneKeepsTheStacksRecordsHold(t *testing.T) {
+	walkAtSwitchOut = true
+	defer func() { walkAtSwitchOut = false }()
 	tr := openTracker(t, Config{Stacks: StacksOffCPU})
 	p := workload.VforkParent(t, 5*time.Second)
 	held := find(t, tr, p.Pid, func(th *state.Thread) bool {

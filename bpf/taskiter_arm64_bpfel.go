@@ -86,7 +86,8 @@ const (
 	taskiterTcCounterTC_SPAN_MISSED_ENDS  taskiterTcCounter = 6
 	taskiterTcCounterTC_SPAN_UNMATCHED    taskiterTcCounter = 7
 	taskiterTcCounterTC_WRITE_CONFLICTS   taskiterTcCounter = 8
-	taskiterTcCounterTC_NR_COUNTERS       taskiterTcCounter = 9
+	taskiterTcCounterTC_STACK_WALKS       taskiterTcCounter = 9
+	taskiterTcCounterTC_NR_COUNTERS       taskiterTcCounter = 10
 )
 
 type taskiterTcCpu struct {

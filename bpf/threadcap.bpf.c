@@ -33,6 +33,10 @@ volatile const __u8 stack_states = 0; /* bit 1 << state: capture stacks on switc
 volatile const __u8 user_stacks = 0;  /* capture the user stack too (frame-pointer walk) */
 /* Which stacks of the thread on CPU at a tick to capture: TC_TICK_* bits. */
 volatile const enum tc_tick_stack tick_stacks = 0;
+/* Kernel stacks of the states in stack_states walked only for the episodes a tick sees
+ * (see walk_at_end), not at every switch-out; user space sets it when no user stack is
+ * taken off CPU and the sampler can walk the episodes still open (kstackask.bpf.c). */
+volatile const __u8 deferred_stacks = 0;
 
 /* Slots handed out so far, never given back: the high-water mark of the array. */
 __u64 slots_used = 0;
@@ -76,6 +80,26 @@ struct {
 	__uint(value_size, TC_STACK_DEPTH * sizeof(__u64));
 	__uint(max_entries, 1);
 } stacks SEC(".maps");
+
+/*
+ * Kernel stacks of episodes that spanned a tick, walked as they ended (walk_at_end), by
+ * thread id; user space takes them at the tick's read and deletes them. A full map loses
+ * the stack (TC_LOST_STACKS).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct tc_tick_kstack);
+	__uint(max_entries, 4096);
+} tick_kstacks SEC(".maps");
+
+/* Where walk_at_end builds an entry: too big for the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct tc_tick_kstack);
+	__uint(max_entries, 1);
+} kstack_scratch SEC(".maps");
 
 /* Each task's slot: task storage is a pointer hop from the task, cheaper than any hash. */
 struct {
@@ -566,6 +590,40 @@ static __always_inline __u16 stack_of(void *ctx, __u64 flags)
 }
 
 /*
+ * With deferred_stacks, a switch-out to a state of stack_states walks nothing: an episode
+ * that begins and ends between two ticks, which no row shows, costs no walk. The ones a
+ * tick sees are walked either here, as they end, or by the sampler's read if still open
+ * then (kstackask.bpf.c). Here: the first write to the record since the tick (a wakeup,
+ * or the switch-in when the wakeup was not seen) of a thread that has been in such a
+ * state since before the tick, about to copy the view at the tick; the thread has not
+ * run since, so its kernel stack is still the one it waits in. Read unclaimed: a record
+ * being written meanwhile at worst costs a walk no row uses, or a stack a row lacks.
+ */
+static __always_inline void walk_at_end(struct task_struct *task, struct record *r, __u64 now)
+{
+	__u64 tick = tick_ns;
+	struct tc_tick_kstack *k;
+	__u32 zero = 0, tid;
+	long n;
+
+	if (!deferred_stacks || !tick || now < tick || r->tick_ns == tick ||
+	    r->live.since_ns > tick || !(stack_states & (1 << r->live.state)))
+		return;
+	k = bpf_map_lookup_elem(&kstack_scratch, &zero);
+	if (!k)
+		return;
+	n = bpf_get_task_stack(task, k->ips, sizeof(k->ips), 0);
+	count(TC_STACK_WALKS);
+	if (n <= 0)
+		return;
+	k->tick_ns = tick;
+	k->nr = n / sizeof(k->ips[0]);
+	tid = task->pid;
+	if (bpf_map_update_elem(&tick_kstacks, &tid, k, BPF_ANY))
+		count(TC_LOST_STACKS);
+}
+
+/*
  * Stacks at the tick (tick_stacks): the code a thread on CPU at the tick was running then,
  * taken by the first timer on its CPU at or after the instant (the scheduler's tick, 1/HZ,
  * on a busy CPU), for a thread on CPU at the tick and ever since: what it runs now is what
@@ -609,7 +667,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	 * registers saved at kernel entry. Taken before seq goes odd, as a walk is slow next
 	 * to the stores, and a reader would otherwise retry for its whole length.
 	 */
-	captured = stack_states & (1 << st);
+	captured = !deferred_stacks && (stack_states & (1 << st));
 	/* On CPU at the tick and leaving before a timer took its stacks: they are taken here. */
 	at_tick = tick_stacks && wants_tick_stacks(r, now);
 	if (captured || at_tick) {
@@ -657,6 +715,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now, __u32
 		*cs = slot;
 	if (!r)
 		return;
+	walk_at_end(next, r, now);
 	c = claim(r, TC_CLAIM_WAIT);
 	if (!c)
 		return;
@@ -719,6 +778,7 @@ static __always_inline void woken(struct task_struct *p)
 	/* Woken before it got to switch out: still on CPU, and stays so. */
 	if (r->live.state == TC_ON_CPU && p->on_cpu)
 		return;
+	walk_at_end(p, r, now);
 	/* A wakeup can come in hard interrupt context, inside a write on this CPU: claim
 	 * backs off then, and waits only for another CPU's. */
 	c = claim(r, TC_CLAIM_WAIT);

@@ -32,7 +32,10 @@ enum tc_counter : __u32 {
 	/* A thread's own event not written: its record stayed claimed by another writer (see
 	 * seqclaim.h) past the wait, or by a write this event interrupted. A defect to count. */
 	TC_WRITE_CONFLICTS = 8,
-	TC_NR_COUNTERS = 9,
+	/* Kernel stacks walked for episodes a tick saw (deferred_stacks): at their end here,
+	 * or, still open, when the sampler asks (kstackask.bpf.c counts those). */
+	TC_STACK_WALKS = 9,
+	TC_NR_COUNTERS = 10,
 };
 
 /* tick_stacks: which stacks of a thread on CPU at a tick are taken. */
@@ -45,6 +48,17 @@ enum tc_tick_stack : __u8 {
 #define TC_STACK_DEPTH 48
 
 #define TC_NO_SYSCALL (-1)
+
+/*
+ * The kernel stack of a thread off CPU at a tick, walked as its episode ended (with
+ * deferred_stacks): the frames innermost first, nr of them.
+ */
+struct tc_tick_kstack {
+	__u64 tick_ns; /* the tick the episode spanned */
+	__u32 nr;
+	__u32 pad;
+	__u64 ips[TC_STACK_DEPTH];
+};
 
 /*
  * What a row shows of a thread: everything about it that an event changes. A record keeps

@@ -67,7 +67,8 @@ const (
 	threadcapTcCounterTC_SPAN_MISSED_ENDS  threadcapTcCounter = 6
 	threadcapTcCounterTC_SPAN_UNMATCHED    threadcapTcCounter = 7
 	threadcapTcCounterTC_WRITE_CONFLICTS   threadcapTcCounter = 8
-	threadcapTcCounterTC_NR_COUNTERS       threadcapTcCounter = 9
+	threadcapTcCounterTC_STACK_WALKS       threadcapTcCounter = 9
+	threadcapTcCounterTC_NR_COUNTERS       threadcapTcCounter = 10
 )
 
 type threadcapTcProbe struct {
@@ -125,6 +126,14 @@ const (
 	threadcapTcStateTC_DEAD            threadcapTcState = 5
 )
 
+type threadcapTcTickKstack struct {
+	_      structs.HostLayout
+	TickNs uint64
+	Nr     uint32
+	Pad    uint32
+	Ips    [48]uint64
+}
+
 type threadcapTcTickStack uint8
 
 const (
@@ -160,6 +169,7 @@ const (
 	threadcapMapCounters        = "counters"
 	threadcapMapCpuSlot         = "cpu_slot"
 	threadcapMapFreeSlots       = "free_slots"
+	threadcapMapKstackScratch   = "kstack_scratch"
 	threadcapMapRecords         = "records"
 	threadcapMapSpanBlank       = "span_blank"
 	threadcapMapSpanProbes      = "span_probes"
@@ -167,6 +177,7 @@ const (
 	threadcapMapSpanThreads     = "span_threads"
 	threadcapMapStacks          = "stacks"
 	threadcapMapTaskSlots       = "task_slots"
+	threadcapMapTickKstacks     = "tick_kstacks"
 	threadcapMapTimerExec       = "timer_exec"
 	threadcapProgOnExec         = "on_exec"
 	threadcapProgOnIdle         = "on_idle"
@@ -180,6 +191,7 @@ const (
 	threadcapProgOnWakeup       = "on_wakeup"
 	threadcapProgOnWakeupNew    = "on_wakeup_new"
 	threadcapVarCapacity        = "capacity"
+	threadcapVarDeferredStacks  = "deferred_stacks"
 	threadcapVarHookFree        = "hook_free"
 	threadcapVarPassiveSyscalls = "passive_syscalls"
 	threadcapVarSchedstats      = "schedstats"
@@ -250,17 +262,19 @@ type threadcapProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type threadcapMapSpecs struct {
-	Counters    *ebpf.MapSpec `ebpf:"counters"`
-	CpuSlot     *ebpf.MapSpec `ebpf:"cpu_slot"`
-	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
-	Records     *ebpf.MapSpec `ebpf:"records"`
-	SpanBlank   *ebpf.MapSpec `ebpf:"span_blank"`
-	SpanProbes  *ebpf.MapSpec `ebpf:"span_probes"`
-	SpanStats   *ebpf.MapSpec `ebpf:"span_stats"`
-	SpanThreads *ebpf.MapSpec `ebpf:"span_threads"`
-	Stacks      *ebpf.MapSpec `ebpf:"stacks"`
-	TaskSlots   *ebpf.MapSpec `ebpf:"task_slots"`
-	TimerExec   *ebpf.MapSpec `ebpf:"timer_exec"`
+	Counters      *ebpf.MapSpec `ebpf:"counters"`
+	CpuSlot       *ebpf.MapSpec `ebpf:"cpu_slot"`
+	FreeSlots     *ebpf.MapSpec `ebpf:"free_slots"`
+	KstackScratch *ebpf.MapSpec `ebpf:"kstack_scratch"`
+	Records       *ebpf.MapSpec `ebpf:"records"`
+	SpanBlank     *ebpf.MapSpec `ebpf:"span_blank"`
+	SpanProbes    *ebpf.MapSpec `ebpf:"span_probes"`
+	SpanStats     *ebpf.MapSpec `ebpf:"span_stats"`
+	SpanThreads   *ebpf.MapSpec `ebpf:"span_threads"`
+	Stacks        *ebpf.MapSpec `ebpf:"stacks"`
+	TaskSlots     *ebpf.MapSpec `ebpf:"task_slots"`
+	TickKstacks   *ebpf.MapSpec `ebpf:"tick_kstacks"`
+	TimerExec     *ebpf.MapSpec `ebpf:"timer_exec"`
 }
 
 // threadcapVariableSpecs contains global variables before they are loaded into the kernel.
@@ -268,6 +282,7 @@ type threadcapMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type threadcapVariableSpecs struct {
 	Capacity        *ebpf.VariableSpec `ebpf:"capacity"`
+	DeferredStacks  *ebpf.VariableSpec `ebpf:"deferred_stacks"`
 	HookFree        *ebpf.VariableSpec `ebpf:"hook_free"`
 	PassiveSyscalls *ebpf.VariableSpec `ebpf:"passive_syscalls"`
 	Schedstats      *ebpf.VariableSpec `ebpf:"schedstats"`
@@ -299,17 +314,19 @@ func (o *threadcapObjects) Close() error {
 //
 // It can be passed to loadThreadcapObjects or ebpf.CollectionSpec.LoadAndAssign.
 type threadcapMaps struct {
-	Counters    *ebpf.Map `ebpf:"counters"`
-	CpuSlot     *ebpf.Map `ebpf:"cpu_slot"`
-	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
-	Records     *ebpf.Map `ebpf:"records"`
-	SpanBlank   *ebpf.Map `ebpf:"span_blank"`
-	SpanProbes  *ebpf.Map `ebpf:"span_probes"`
-	SpanStats   *ebpf.Map `ebpf:"span_stats"`
-	SpanThreads *ebpf.Map `ebpf:"span_threads"`
-	Stacks      *ebpf.Map `ebpf:"stacks"`
-	TaskSlots   *ebpf.Map `ebpf:"task_slots"`
-	TimerExec   *ebpf.Map `ebpf:"timer_exec"`
+	Counters      *ebpf.Map `ebpf:"counters"`
+	CpuSlot       *ebpf.Map `ebpf:"cpu_slot"`
+	FreeSlots     *ebpf.Map `ebpf:"free_slots"`
+	KstackScratch *ebpf.Map `ebpf:"kstack_scratch"`
+	Records       *ebpf.Map `ebpf:"records"`
+	SpanBlank     *ebpf.Map `ebpf:"span_blank"`
+	SpanProbes    *ebpf.Map `ebpf:"span_probes"`
+	SpanStats     *ebpf.Map `ebpf:"span_stats"`
+	SpanThreads   *ebpf.Map `ebpf:"span_threads"`
+	Stacks        *ebpf.Map `ebpf:"stacks"`
+	TaskSlots     *ebpf.Map `ebpf:"task_slots"`
+	TickKstacks   *ebpf.Map `ebpf:"tick_kstacks"`
+	TimerExec     *ebpf.Map `ebpf:"timer_exec"`
 }
 
 func (m *threadcapMaps) Close() error {
@@ -317,6 +334,7 @@ func (m *threadcapMaps) Close() error {
 		m.Counters,
 		m.CpuSlot,
 		m.FreeSlots,
+		m.KstackScratch,
 		m.Records,
 		m.SpanBlank,
 		m.SpanProbes,
@@ -324,6 +342,7 @@ func (m *threadcapMaps) Close() error {
 		m.SpanThreads,
 		m.Stacks,
 		m.TaskSlots,
+		m.TickKstacks,
 		m.TimerExec,
 	)
 }
@@ -333,6 +352,7 @@ func (m *threadcapMaps) Close() error {
 // It can be passed to loadThreadcapObjects or ebpf.CollectionSpec.LoadAndAssign.
 type threadcapVariables struct {
 	Capacity        *ebpf.Variable `ebpf:"capacity"`
+	DeferredStacks  *ebpf.Variable `ebpf:"deferred_stacks"`
 	HookFree        *ebpf.Variable `ebpf:"hook_free"`
 	PassiveSyscalls *ebpf.Variable `ebpf:"passive_syscalls"`
 	Schedstats      *ebpf.Variable `ebpf:"schedstats"`

@@ -82,6 +82,9 @@ type Tracker struct {
 	coll *ebpf.Collection
 	io   *ebpf.Collection // nil when Config.IO is off
 	iter *taskIter        // the hook-free mode's iterator; nil in the other modes
+	// kasks walks the kernel stacks of episodes still open at a tick's read; nil unless
+	// stacks are deferred (see kstacks.go).
+	kasks *kstackAsker
 	// ioKeys, ioDone and ioVals are InFlight's batch buffers, kept from tick to tick.
 	ioKeys []uint64
 	ioDone []ioTcIoDoneKey
@@ -137,14 +140,28 @@ func Open(cfg Config) (t *Tracker, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := configure(spec, cfg); err != nil {
+	var kasks *kstackAsker
+	if deferStacks(cfg) {
+		ok, err := canDeferStacks()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if kasks, err = openKstackAsker(cfg.Stacks.States()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := configure(spec, cfg, kasks != nil); err != nil {
+		kasks.close()
 		return nil, err
 	}
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
+		kasks.close()
 		return nil, explain(fmt.Errorf("loading bpf objects: %w", err))
 	}
-	t = &Tracker{coll: coll, stuck: map[uint32]uint32{}}
+	t = &Tracker{coll: coll, kasks: kasks, stuck: map[uint32]uint32{}}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -193,7 +210,7 @@ func (t *Tracker) attach(coll *ebpf.Collection) error {
 
 // configure sizes the maps, sets the constants and drops the programs the mode does
 // not use, before anything reaches the kernel.
-func configure(spec *ebpf.CollectionSpec, cfg Config) error {
+func configure(spec *ebpf.CollectionSpec, cfg Config, deferred bool) error {
 	spec.Maps[threadcapMapRecords].MaxEntries = cfg.Capacity
 	spec.Maps[threadcapMapFreeSlots].MaxEntries = cfg.Capacity
 	if err := spec.Variables[threadcapVarCapacity].Set(cfg.Capacity); err != nil {
@@ -220,7 +237,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 	if err := configureSpans(spec, cfg); err != nil {
 		return err
 	}
-	return configureStacks(spec, cfg)
+	return configureStacks(spec, cfg, deferred)
 }
 
 // explain adds what to do to the errors a user can fix, and the verifier's own words
@@ -260,8 +277,8 @@ func (t *Tracker) Close() error {
 		errs = append(errs, l.Close())
 	}
 	t.links = nil
-	errs = append(errs, t.iter.close())
-	t.iter = nil
+	errs = append(errs, t.iter.close(), t.kasks.close())
+	t.iter, t.kasks = nil, nil
 	if t.records != nil {
 		errs = append(errs, t.records.unmap())
 		t.records = nil

@@ -46,6 +46,23 @@ type StackSource interface {
 	PruneStacks() ([]uint16, error)
 }
 
+// DeferredStackSource is a StackSource whose kernel stacks off CPU are walked only for the
+// episodes a tick sees (see bpf's kstacks.go); *bpf.Tracker implements it. Records then
+// hold none: the sampler takes those walked as episodes ended and asks for the rest.
+type DeferredStackSource interface {
+	// DeferredStacks is the states whose stacks are deferred; nil when none are (the
+	// kernel does not allow it, or they are walked at the switch-out for user stacks).
+	DeferredStacks() []state.State
+	// TickKernelStacks moves the stacks of episodes that spanned tick and have ended into
+	// into, by thread, dropping those of earlier ticks.
+	TickKernelStacks(tick uint64, into map[int32][]uint64) error
+	// TickKernelStack is the stack of thread tid's episode that spanned tick, if it has
+	// ended by now.
+	TickKernelStack(tid int32, tick uint64) []uint64
+	// AskKernelStacks walks the stacks of threads still waiting, in place.
+	AskKernelStacks(asks []bpf.KernelStackAsk) error
+}
+
 // Sink takes each tick's rows, in one call or, when there are many, in batches with the
 // same tick time; output.Writer implements it.
 type Sink interface {
@@ -193,6 +210,9 @@ type Sampler struct {
 	// Config.TCP); tcpRows are those of the rows since the last flush.
 	tcp     *procinfo.TCPStates
 	tcpRows tcpBatch
+	// deferred takes the kernel stacks of rows off CPU when stacks are deferred; nil
+	// otherwise.
+	deferred *deferredStacks
 }
 
 // New makes a Sampler reading src and writing to sink.
@@ -221,6 +241,10 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 			return nil, err
 		}
 	}
+	var deferred *deferredStacks
+	if d, ok := cfg.Stacks.(DeferredStackSource); ok && d.DeferredStacks() != nil {
+		deferred = newDeferredStacks(d, d.DeferredStacks(), cfg.Log)
+	}
 	s := &Sampler{
 		cfg: cfg, src: src, sink: sink, procs: procs,
 		cgroups: procinfo.NewCgroups(cfg.ProcRoot, cfg.CgroupRoot),
@@ -235,7 +259,7 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 		spans:   spans{open: map[uint32]openSpan{}},
 		tcpRows: tcpBatch{log: rateLimit{every: time.Minute}},
 	}
-	s.workloads, s.tcp = procinfo.NewWorkloads(), procinfo.NewTCPStates(cfg.ProcRoot)
+	s.workloads, s.tcp, s.deferred = procinfo.NewWorkloads(), procinfo.NewTCPStates(cfg.ProcRoot), deferred
 	if cfg.IO != nil {
 		s.io = newIORequests(cfg.IO, cfg.Sys, cfg.Log)
 		if ios, ok := sink.(IOSink); ok {

@@ -103,6 +103,7 @@ func (s *Sampler) Tick(wall time.Time) error {
 		inSpan = func(tid int32) bool { _, ok := s.spans.open[uint32(tid)]; return ok }
 	}
 	s.iterate(mono)
+	s.deferred.begin(mono, wall)
 	s.src.Scan(since, mono, inSpan, func(slot uint32, th *state.Thread) { s.observe(slot, th, mono, wall) })
 	for _, th := range s.seeded {
 		if s.cfg.Filter.All || th.State.Active() {
@@ -149,6 +150,7 @@ const rowBatch = 1024
 // without rows: the sink learns of the tick (and of a new hour) either way.
 func (s *Sampler) flush(wall time.Time) {
 	s.fillTCP(wall)
+	s.deferred.fill(s.rows, s.kstacks, wall)
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.Rows(wall, s.rows)
 	}
@@ -328,6 +330,9 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 // switch-out, so only a row in that same state, at the tick, gets it. For an on-CPU row,
 // those the kernel side took while the thread ran, just after the tick mono (TickStacks).
 func (s *Sampler) addStack(row *state.Sample, th *state.Thread, mono uint64) {
+	if s.deferred != nil && s.kstacks != nil && row.State == th.State {
+		s.deferred.add(row, th, len(s.rows), s.kstacks)
+	}
 	if s.kstacks == nil || (th.KernelStack == 0 && th.UserStack == 0) || row.State != th.State {
 		return
 	}

@@ -7,6 +7,7 @@ package symbolize
 
 import (
 	"sync"
+	"unsafe"
 
 	"github.com/sirupsen/logrus"
 
@@ -29,8 +30,11 @@ type KernelStack struct {
 // the sampler prunes it (see Pruned), which forgets it here too (Forget); the cache holds
 // at most as many entries as the stack map.
 type KernelStacks struct {
-	src      StackReader
-	byID     map[uint16]KernelStack
+	src  StackReader
+	byID map[uint16]KernelStack
+	// byIPs caches the stacks FromIPs names, by their frames' bytes; emptied when it
+	// reaches maxByIPs.
+	byIPs    map[string]KernelStack
 	log      *logrus.Entry
 	kallsyms string
 	start    sync.Once
@@ -43,7 +47,8 @@ type KernelStacks struct {
 
 // NewKernelStacks symbolizes the stacks src reads with the symbols of the kallsyms file.
 func NewKernelStacks(src StackReader, kallsyms string, log *logrus.Entry) *KernelStacks {
-	return &KernelStacks{src: src, byID: map[uint16]KernelStack{}, log: log, kallsyms: kallsyms, loaded: make(chan struct{})}
+	return &KernelStacks{src: src, byID: map[uint16]KernelStack{}, byIPs: map[string]KernelStack{},
+		log: log, kallsyms: kallsyms, loaded: make(chan struct{})}
 }
 
 // Load starts reading the kernel's symbols in the background, once: some 150 ms of CPU
@@ -64,6 +69,43 @@ func (k *KernelStacks) Get(id uint16) KernelStack {
 	if ks, ok := k.byID[id]; ok {
 		return ks
 	}
+	if !k.symbolsRead() {
+		return KernelStack{}
+	}
+	ips, err := k.src.Stack(id)
+	if err != nil {
+		k.log.WithError(err).Debug("reading a stack failed")
+		return KernelStack{}
+	}
+	ks := k.name(ips)
+	k.byID[id] = ks
+	return ks
+}
+
+// maxByIPs bounds FromIPs's cache: some 100 bytes a frame, 48 frames a stack at most.
+const maxByIPs = 4096
+
+// FromIPs symbolizes a kernel stack given by its frames, innermost first, as the kernel
+// side walked them for a thread off CPU (a task's stack: the scheduler's frames first).
+func (k *KernelStacks) FromIPs(ips []uint64) KernelStack {
+	key := string(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ips))), len(ips)*8))
+	if ks, ok := k.byIPs[key]; ok {
+		return ks
+	}
+	if !k.symbolsRead() {
+		return KernelStack{}
+	}
+	if len(k.byIPs) >= maxByIPs {
+		clear(k.byIPs)
+	}
+	ks := k.name(ips)
+	k.byIPs[key] = ks
+	return ks
+}
+
+// symbolsRead waits for the kernel's symbols, the first time, and reports whether they
+// could be read.
+func (k *KernelStacks) symbolsRead() bool {
 	if !k.ready {
 		k.Load()
 		<-k.loaded // at most the rest of the read started after the first tick
@@ -72,14 +114,11 @@ func (k *KernelStacks) Get(id uint16) KernelStack {
 			k.log.WithError(k.loadErr).Warn("kernel stacks cannot be symbolized; the kernel_stack column stays empty")
 		}
 	}
-	if k.loadErr != nil {
-		return KernelStack{}
-	}
-	ips, err := k.src.Stack(id)
-	if err != nil {
-		k.log.WithError(err).Debug("reading a stack failed")
-		return KernelStack{}
-	}
+	return k.loadErr == nil
+}
+
+// name symbolizes ips, innermost first.
+func (k *KernelStacks) name(ips []uint64) KernelStack {
 	// A stack taken by a timer on CPU shows the code interrupted, and waits in nothing;
 	// one taken at a switch-out, what the thread waits in.
 	ips, running := k.syms.interruptedFrames(ips)
@@ -87,7 +126,6 @@ func (k *KernelStacks) Get(id uint16) KernelStack {
 		ips = k.syms.waitFrames(ips)
 	}
 	if len(ips) == 0 {
-		k.byID[id] = KernelStack{}
 		return KernelStack{}
 	}
 	frames := make([]string, len(ips))
@@ -98,7 +136,6 @@ func (k *KernelStacks) Get(id uint16) KernelStack {
 	if !running {
 		ks.Wchan = frames[len(frames)-1]
 	}
-	k.byID[id] = ks
 	return ks
 }
 
