@@ -32,12 +32,16 @@ type ProgramStats struct {
 }
 
 // ProgramStats returns the kernel's counts of each loaded program, by name: the tracker's,
-// the hook-free mode's pass in that mode and, with Config.IO, the block I/O tracker's.
+// the hook-free mode's pass in that mode, the walker of stacks still open at a tick when
+// stacks are deferred and, with Config.IO, the block I/O tracker's.
 func (t *Tracker) ProgramStats() ([]ProgramStats, error) {
 	var out []ProgramStats
 	colls := []*ebpf.Collection{t.coll, t.io}
 	if t.iter != nil {
 		colls = append(colls, t.iter.coll)
+	}
+	if t.kasks != nil {
+		colls = append(colls, t.kasks.coll)
 	}
 	for _, coll := range colls {
 		if coll == nil {

@@ -40,7 +40,11 @@ func TestProgramStatsWhileTheKernelCountsRuns(t *testing.T) {
 		time.Sleep(time.Millisecond) // a switch out and in each
 	}
 	after := runsOf()
-	if loaded := len(tr.coll.Programs) + len(tr.io.Programs); len(after) != loaded {
+	loaded := len(tr.coll.Programs) + len(tr.io.Programs)
+	if tr.kasks != nil {
+		loaded += len(tr.kasks.coll.Programs)
+	}
+	if len(after) != loaded {
 		t.Errorf("stats of %d programs, %d loaded", len(after), loaded)
 	}
 	if _, ok := after["on_rq_complete"]; !ok {

@@ -14,7 +14,7 @@
 #   sudo test/bench/program_ns.sh .bench/threadcap passive "" -- \
 #       sh -c 'echo "run 3s" | .bench/bench workload pingpong'
 #
-# MODE is full or passive; CONFIG_FILE, if not empty, is added to the daemon's settings
+# MODE is full or passive; HZ (default 1) the daemon's rate; CONFIG_FILE, if not empty, is added to the daemon's settings
 # (for example stacks: {kernel: "off"}). The command can be any load: one of the bench's
 # workloads as above, or pgbench against a running cluster.
 set -euo pipefail
@@ -33,7 +33,7 @@ cleanup() {
 }
 trap cleanup EXIT
 { [ -n "$extra" ] && cat "$extra"; printf 'metrics:\n  listen: %s\n' "$addr"; } >"$work/config.yaml"
-"$tc" run --config "$work/config.yaml" --dir "$work/data" --hz 1 --syscalls "$mode" --log-level warn &
+"$tc" run --config "$work/config.yaml" --dir "$work/data" --hz "${HZ:-1}" --syscalls "$mode" --log-level warn &
 daemon=$!
 for _ in $(seq 100); do curl -sf "http://$addr/metrics" >/dev/null && break; sleep 0.1; done
 sleep 1 # past the first tick and its seeding
