@@ -61,7 +61,7 @@ var Columns = []Column{
 	{"wchan", TypeVarchar, "", "Kernel function the thread waits in: the innermost frame of kernel_stack, or from /proc for a seeded thread; empty otherwise." + hourfile.TextNote},
 	{"cgroup", TypeVarchar, "", "cgroup v2 path of the thread, such as /system.slice/mysql.service; empty when unknown or turned off." + hourfile.TextNote},
 	{"fd_target", TypeVarchar, "", "What the syscall's file descriptor argument is: a path (pipe:[inode] for an anonymous pipe), or a socket as protocol local->remote address:port (local only when listening), unix and its path; empty for other syscalls." + hourfile.TextNote},
-	{"kernel_stack", TypeVarchar, "", "Hash of the kernel stack of a thread off CPU, captured as it left the CPU (by default in uninterruptible sleep only); the hour's threadcap_stacks_ file has its frames."},
+	{"kernel_stack", TypeVarchar, "", "Hash of the kernel stack a thread off CPU waits in (by default in uninterruptible sleep only), or of the kernel code a thread on CPU ran at the tick (empty in user code); the hour's threadcap_stacks_ file has its frames."},
 	{"user_stack", TypeVarchar, "", "Hash of the user-space stack captured with kernel_stack, when user stacks are turned on (off by default); its frames are in the same stacks file."},
 	{"io_dev", TypeVarchar, "", "Disk of the oldest block request the thread submitted that was in flight at the tick, as lsblk names it (vda, nvme0n1, loop3); empty when none or io is off. Asynchronous I/O is its submitter's (io_uring, libaio), page-cache writeback the flusher's." + hourfile.TextNote},
 	{"io_op", TypeVarchar, "", "That request's operation: read, write, flush, discard or other; empty when none."},
