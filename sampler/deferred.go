@@ -26,17 +26,16 @@ type deferredStacks struct {
 	errLog rateLimit
 	mono   uint64
 	ended  map[int32][]uint64 // stacks of the tick's episodes that had ended by its read
-	// seen and last are, by thread, the episodes given a stack at this tick and the one
-	// before, and their stacks.
-	seen, last map[int32]episode
-	// rows, asks and since are the rows of the batch whose episode was still open, their
-	// asks and their episodes' starts.
+	// rows, slots, asks and since are the rows of the batch whose episode was still open,
+	// their records' slots, their asks and their episodes' starts.
 	rows  []int
+	slots []uint32
 	asks  []bpf.KernelStackAsk
 	since []uint64
 }
 
-// episode is a thread's stay in a state, by its start, and the stack it waits in.
+// episode is a thread's stay in a state, by its start, and the stack it waits in: a
+// snapshot keeps the last one given a stack, for the ticks after.
 type episode struct {
 	since uint64
 	stack symbolize.KernelStack
@@ -44,7 +43,7 @@ type episode struct {
 
 func newDeferredStacks(src DeferredStackSource, states []state.State, log *logrus.Entry) *deferredStacks {
 	return &deferredStacks{src: src, states: states, log: log, errLog: rateLimit{every: time.Minute},
-		ended: map[int32][]uint64{}, seen: map[int32]episode{}, last: map[int32]episode{}}
+		ended: map[int32][]uint64{}}
 }
 
 // begin takes, for the tick mono, the stacks walked as episodes it saw ended.
@@ -53,49 +52,42 @@ func (d *deferredStacks) begin(mono uint64, wall time.Time) {
 		return
 	}
 	d.mono = mono
-	d.seen, d.last = d.last, d.seen
-	clear(d.seen)
 	clear(d.ended)
 	if err := d.src.TickKernelStacks(mono, d.ended); err != nil && d.errLog.allow(wall) {
 		d.log.WithError(err).Warn("reading kernel stacks failed")
 	}
 }
 
-// add gives row (th's, to be the batch's row i) its kernel stack if the episode has ended,
-// or asks for it.
-func (d *deferredStacks) add(row *state.Sample, th *state.Thread, i int, kstacks *symbolize.KernelStacks) {
+// add gives row (th's, to be the batch's row i; its record in slot, whose snapshot is p)
+// its kernel stack if an earlier tick saw the same episode or it has ended, or asks for it.
+func (d *deferredStacks) add(row *state.Sample, th *state.Thread, i int, slot uint32, p *snapshot, kstacks *symbolize.KernelStacks) {
 	if row.Seeded || row.State == state.OnCPU || !slices.Contains(d.states, row.State) {
 		return
 	}
-	if e, ok := d.last[th.Tid]; ok && e.since == th.SinceNs {
-		d.give(row, th, e.stack)
+	if p.kstack.since == th.SinceNs && p.kstack.stack.Stack != nil {
+		row.KernelStack, row.Wchan = p.kstack.stack.Stack, p.kstack.stack.Wchan
 		return
 	}
 	if ips, ok := d.ended[th.Tid]; ok {
-		d.give(row, th, kstacks.FromIPs(ips))
+		ks := kstacks.FromIPs(ips)
+		row.KernelStack, row.Wchan = ks.Stack, ks.Wchan
+		p.kstack = episode{since: th.SinceNs, stack: ks}
 		return
 	}
 	d.rows = append(d.rows, i)
+	d.slots = append(d.slots, slot)
 	d.asks = append(d.asks, bpf.KernelStackAsk{Tid: th.Tid, StartNs: th.StartNs})
 	d.since = append(d.since, th.SinceNs)
-}
-
-// give gives row the stack of th's episode, and keeps it for the next tick.
-func (d *deferredStacks) give(row *state.Sample, th *state.Thread, ks symbolize.KernelStack) {
-	row.KernelStack, row.Wchan = ks.Stack, ks.Wchan
-	if ks.Stack != nil {
-		d.seen[th.Tid] = episode{since: th.SinceNs, stack: ks}
-	}
 }
 
 // fill walks the stacks asked for the batch's rows. An episode that ended since the tick's
 // read began was walked as it ended, and that stack is the one it had at the tick; for
 // the others, the walk now is.
-func (d *deferredStacks) fill(rows []state.Sample, kstacks *symbolize.KernelStacks, wall time.Time) {
+func (d *deferredStacks) fill(rows []state.Sample, prev []snapshot, kstacks *symbolize.KernelStacks, wall time.Time) {
 	if d == nil || len(d.rows) == 0 {
 		return
 	}
-	defer func() { d.rows, d.asks, d.since = d.rows[:0], d.asks[:0], d.since[:0] }()
+	defer func() { d.rows, d.slots, d.asks, d.since = d.rows[:0], d.slots[:0], d.asks[:0], d.since[:0] }()
 	if err := d.src.AskKernelStacks(d.asks); err != nil {
 		if d.errLog.allow(wall) {
 			d.log.WithError(err).Warn("walking kernel stacks failed: rows off CPU lack theirs at this tick")
@@ -113,8 +105,6 @@ func (d *deferredStacks) fill(rows []state.Sample, kstacks *symbolize.KernelStac
 		}
 		ks := kstacks.FromIPs(ips)
 		rows[i].KernelStack, rows[i].Wchan = ks.Stack, ks.Wchan
-		if ks.Stack != nil {
-			d.seen[ask.Tid] = episode{since: d.since[j], stack: ks}
-		}
+		prev[d.slots[j]].kstack = episode{since: d.since[j], stack: ks}
 	}
 }

@@ -22,6 +22,8 @@ type snapshot struct {
 	vol, invol uint64
 	// carry is CPU time the kernel counted that no row could show yet (see reconcileCPU).
 	carry int64
+	// kstack is the last episode off CPU given a deferred kernel stack (deferred.go).
+	kstack episode
 }
 
 // timesAt is the cumulative time per state at mono. A thread skipped by a scan was asleep
@@ -107,7 +109,7 @@ func (s *Sampler) Tick(wall time.Time) error {
 	s.src.Scan(since, mono, inSpan, func(slot uint32, th *state.Thread) { s.observe(slot, th, mono, wall) })
 	for _, th := range s.seeded {
 		if s.cfg.Filter.All || th.State.Active() {
-			s.addRow(th, wall, mono, nil)
+			s.addRow(th, wall, mono, 0, nil)
 		}
 	}
 	var err error
@@ -150,7 +152,7 @@ const rowBatch = 1024
 // without rows: the sink learns of the tick (and of a new hour) either way.
 func (s *Sampler) flush(wall time.Time) {
 	s.fillTCP(wall)
-	s.deferred.fill(s.rows, s.kstacks, wall)
+	s.deferred.fill(s.rows, s.prev, s.kstacks, wall)
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.Rows(wall, s.rows)
 	}
@@ -183,7 +185,7 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 		*p = snapshot{tid: th.Tid, startNs: th.StartNs}
 	}
 	if th.Pid != s.cfg.Self {
-		s.addRow(th, wall, mono, p)
+		s.addRow(th, wall, mono, slot, p)
 	}
 	if th.State == state.Dead {
 		s.dead = append(s.dead, slot)
@@ -201,7 +203,7 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 	*p = snapshot{
 		tid: th.Tid, startNs: th.StartNs, state: th.State, sinceNs: th.SinceNs,
 		stateNs: th.StateNs, cpuNs: th.CPUNs, cpuSyncNs: th.CPUSyncNs, vol: th.Voluntary, invol: th.Involuntary,
-		carry: p.carry,
+		carry: p.carry, kstack: p.kstack,
 	}
 }
 
@@ -244,8 +246,9 @@ func firstSeenAfter(th *state.Thread, mono uint64) bool {
 }
 
 // addRow appends th's row if the filter wants it. prev is the thread's snapshot from the
-// previous tick (zero for a thread new since then), nil for a seeded thread.
-func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *snapshot) {
+// previous tick (zero for a thread new since then), that of its record's slot; nil for a
+// seeded thread.
+func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, slot uint32, prev *snapshot) {
 	row := state.Sample{
 		Time: wall, Pid: th.Pid, Tid: th.Tid, Thread: th.Name(), State: th.StateAt(mono),
 		StateUs: state.Unknown, SyscallUs: state.Unknown, SyscallCPUUs: state.Unknown,
@@ -302,7 +305,7 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 		w := s.workloads.Of(row.Cgroup)
 		row.Container, row.PodUID, row.Unit = w.Container, w.PodUID, w.Unit
 	}
-	s.addStack(&row, th, mono)
+	s.addStack(&row, th, mono, slot, prev)
 	if s.io != nil {
 		s.io.fill(&row, th, mono)
 	}
@@ -329,9 +332,9 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, prev *sn
 // the thread went off CPU, and the function it waits in; a record's stack is from its last
 // switch-out, so only a row in that same state, at the tick, gets it. For an on-CPU row,
 // those the kernel side took while the thread ran, just after the tick mono (TickStacks).
-func (s *Sampler) addStack(row *state.Sample, th *state.Thread, mono uint64) {
-	if s.deferred != nil && s.kstacks != nil && row.State == th.State {
-		s.deferred.add(row, th, len(s.rows), s.kstacks)
+func (s *Sampler) addStack(row *state.Sample, th *state.Thread, mono uint64, slot uint32, prev *snapshot) {
+	if s.deferred != nil && s.kstacks != nil && prev != nil && row.State == th.State {
+		s.deferred.add(row, th, len(s.rows), slot, prev, s.kstacks)
 	}
 	if s.kstacks == nil || (th.KernelStack == 0 && th.UserStack == 0) || row.State != th.State {
 		return
