@@ -666,9 +666,19 @@ static __always_inline void update_record(struct record *r, struct task_struct__
 	/* The kernel's counts, read after the tick, hold CPU time from after it: beyond what
 	 * the CPUs had since the previous tick, it is shown at the next one. The threads read
 	 * last in the pass, whose counts hold the most of it, are the ones that carry it (a
-	 * thread that exited has no next row: what it carries is lost). */
-	it->carry_cpu = dcpu > cpu_budget ? dcpu - cpu_budget : 0;
-	dcpu -= it->carry_cpu;
+	 * thread that exited has no next row: what it carries is lost). So is what a thread
+	 * ran beyond its own stretch: taken back from its earlier rows instead, it would be
+	 * one CPU's time more than its interval, which the sampler can only carry over to
+	 * ticks whose CPU time the pass has already given out. */
+	it->carry_cpu = 0;
+	if (dcpu > tick - from) {
+		it->carry_cpu = dcpu - (tick - from);
+		dcpu = tick - from;
+	}
+	if (dcpu > cpu_budget) {
+		it->carry_cpu += dcpu - cpu_budget;
+		dcpu = cpu_budget;
+	}
 	rest = (__s64)(tick - from) - (__s64)dcpu - (__s64)drun;
 	if (rest < 0) {
 		/* What cannot be taken back from earlier rows is shown in the next ones, so
