@@ -37,6 +37,9 @@ type kstackAsker struct {
 	link   *link.Iter
 	mem    []byte
 	asks   []KernelStackAsk
+	// tids and ended are TickKernelStacks' batch buffers, kept from tick to tick.
+	tids  []uint32
+	ended []threadcapTcTickKstack
 }
 
 // canDeferStacks reports whether the kernel has what the ask program needs.
@@ -132,38 +135,30 @@ func (t *Tracker) DeferredStacks() []state.State {
 // TickKernelStacks empties the map of stacks the kernel side walked as episodes ended,
 // adding to into those of episodes that spanned tick, by thread id, innermost frame
 // first. The others are of earlier ticks, which no row needs any more.
+// They are read and deleted kstackBatch at a time, a syscall each.
 func (t *Tracker) TickKernelStacks(tick uint64, into map[int32][]uint64) error {
-	m := t.coll.Maps[threadcapMapTickKstacks]
-	var tid uint32
-	var k threadcapTcTickKstack
-	var tids []uint32
-	it := m.Iterate()
-	for it.Next(&tid, &k) {
-		tids = append(tids, tid)
-		if k.TickNs == tick && k.Nr > 0 {
-			into[int32(tid)] = append([]uint64(nil), k.Ips[:min(int(k.Nr), len(k.Ips))]...)
+	if t.kasks.tids == nil {
+		t.kasks.tids, t.kasks.ended = make([]uint32, kstackBatch), make([]threadcapTcTickKstack, kstackBatch)
+	}
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := t.coll.Maps[threadcapMapTickKstacks].BatchLookupAndDelete(&cursor, t.kasks.tids, t.kasks.ended, nil)
+		for i := range n {
+			if k := &t.kasks.ended[i]; k.TickNs == tick && k.Nr > 0 {
+				into[int32(t.kasks.tids[i])] = append([]uint64(nil), k.Ips[:min(int(k.Nr), len(k.Ips))]...)
+			}
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading the stacks walked at episodes' ends: %w", err)
 		}
 	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("reading the stacks walked at episodes' ends: %w", err)
-	}
-	for _, tid := range tids {
-		if err := m.Delete(tid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("deleting a stack walked at an episode's end: %w", err)
-		}
-	}
-	return nil
 }
 
-// TickKernelStack is thread tid's stack walked as its episode that spanned tick ended,
-// if it has ended by now; nil if not.
-func (t *Tracker) TickKernelStack(tid int32, tick uint64) []uint64 {
-	var k threadcapTcTickKstack
-	if err := t.coll.Maps[threadcapMapTickKstacks].Lookup(uint32(tid), &k); err != nil || k.TickNs != tick {
-		return nil
-	}
-	return append([]uint64(nil), k.Ips[:min(int(k.Nr), len(k.Ips))]...)
-}
+// kstackBatch is how many stacks walked at episodes' ends one syscall takes.
+const kstackBatch = 64
 
 // AskKernelStacks walks the kernel stack of each thread asked, in place (see
 // KernelStackAsk), in one run of a program per MaxKernelStackAsks.

@@ -81,14 +81,18 @@ func (d *deferredStacks) add(row *state.Sample, th *state.Thread, i int, slot ui
 }
 
 // fill walks the stacks asked for the batch's rows. An episode that ended since the tick's
-// read began was walked as it ended, and that stack is the one it had at the tick; for
-// the others, the walk now is.
+// read began was walked as it ended, and that stack is the one it had at the tick (those
+// are taken after the walk, so none is missed); for the others, the walk now is.
 func (d *deferredStacks) fill(rows []state.Sample, prev []snapshot, kstacks *symbolize.KernelStacks, wall time.Time) {
 	if d == nil || len(d.rows) == 0 {
 		return
 	}
 	defer func() { d.rows, d.slots, d.asks, d.since = d.rows[:0], d.slots[:0], d.asks[:0], d.since[:0] }()
-	if err := d.src.AskKernelStacks(d.asks); err != nil {
+	err := d.src.AskKernelStacks(d.asks)
+	if err == nil {
+		err = d.src.TickKernelStacks(d.mono, d.ended)
+	}
+	if err != nil {
 		if d.errLog.allow(wall) {
 			d.log.WithError(err).Warn("walking kernel stacks failed: rows off CPU lack theirs at this tick")
 		}
@@ -96,8 +100,8 @@ func (d *deferredStacks) fill(rows []state.Sample, prev []snapshot, kstacks *sym
 	}
 	for j, i := range d.rows {
 		ask := &d.asks[j]
-		ips := d.src.TickKernelStack(ask.Tid, d.mono)
-		if ips == nil {
+		ips, ok := d.ended[ask.Tid]
+		if !ok {
 			ips = ask.Ips[:min(int(ask.Nr), len(ask.Ips))]
 		}
 		if len(ips) == 0 {

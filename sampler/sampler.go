@@ -56,9 +56,6 @@ type DeferredStackSource interface {
 	// TickKernelStacks moves the stacks of episodes that spanned tick and have ended into
 	// into, by thread, dropping those of earlier ticks.
 	TickKernelStacks(tick uint64, into map[int32][]uint64) error
-	// TickKernelStack is the stack of thread tid's episode that spanned tick, if it has
-	// ended by now.
-	TickKernelStack(tid int32, tick uint64) []uint64
 	// AskKernelStacks walks the stacks of threads still waiting, in place.
 	AskKernelStacks(asks []bpf.KernelStackAsk) error
 }
