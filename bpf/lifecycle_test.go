@@ -30,10 +30,21 @@ func churn(n int) map[int32]bool {
 }
 
 // reap frees the slots of exited threads, as the sampler does after each tick, and
-// returns how many records of the given threads were still there.
+// returns how many records of the given threads were still there. No thread may have two
+// records (two events that saw it first at once would give it two, one never written
+// again).
 func reap(t *testing.T, tr *Tracker, tids map[int32]bool) (left int) {
 	t.Helper()
+	type thread struct {
+		tid   int32
+		start uint64
+	}
+	seen := map[thread]uint32{}
 	tr.Scan(0, 0, nil, func(slot uint32, th *state.Thread) {
+		if other, ok := seen[thread{th.Tid, th.StartNs}]; ok {
+			t.Errorf("thread %d has two records, in slots %d and %d", th.Tid, other, slot)
+		}
+		seen[thread{th.Tid, th.StartNs}] = slot
 		if th.State == state.Dead {
 			if err := tr.Free(slot); err != nil {
 				t.Fatal(err)

@@ -331,7 +331,18 @@ static __noinline struct record *record_claim(struct task_struct *task, struct t
 		bpf_map_push_elem(&free_slots, &idx, 0);
 		return NULL;
 	}
-	ts->slot = idx + 1;
+	/*
+	 * Two events can see a task for the first time at once (its wakeup on one CPU, its
+	 * switch-in on another): the first to give it a slot wins, and the other gives its
+	 * record back untouched and takes the winner's, which it then waits to claim. Else
+	 * the task would hold two records, one never written again.
+	 */
+	if (__sync_val_compare_and_swap(&ts->slot, 0, idx + 1) != 0) {
+		write_end(r, c);
+		bpf_map_push_elem(&free_slots, &idx, 0);
+		idx = ts->slot - 1;
+		return bpf_map_lookup_elem(&records, &idx);
+	}
 	ts->untracked = 0;
 
 	r->tid = task->pid;
