@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -283,10 +284,10 @@ func TestTCPStateOfABlockedSender(t *testing.T) {
 	}
 }
 
-// TestTCPStateOfPollAndEpollOnOneSocket expects threads blocked in poll on one TCP socket
-// and in epoll_wait on an epoll whose one target is that socket to have its state in their
-// rows, and a thread in poll on the socket and a pipe none.
-func TestTCPStateOfPollAndEpollOnOneSocket(t *testing.T) {
+// TestTCPStateOfWaitsOnOneSocket expects threads blocked in poll, select and pselect6 on
+// one TCP socket and in epoll_wait on an epoll whose one target is that socket to have its
+// state in their rows, and threads in poll or select on the socket and a pipe none.
+func TestTCPStateOfWaitsOnOneSocket(t *testing.T) {
 	privileged.Require(t)
 	_, client, server := loopbackPair(t, "tcp4")
 	f, err := client.(*net.TCPConn).File()
@@ -309,6 +310,15 @@ func TestTCPStateOfPollAndEpollOnOneSocket(t *testing.T) {
 	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN}); err != nil {
 		t.Fatal(err)
 	}
+	// readable is select's nfds and readfds for fds. syscall.Select is select(2) on amd64
+	// (unix.Select is pselect6 there too) and pselect6 on arm64, which has no select.
+	readable := func(fds ...int) (int, *syscall.FdSet) {
+		set := new(syscall.FdSet)
+		for _, fd := range fds {
+			set.Bits[fd/64] |= 1 << (fd % 64)
+		}
+		return slices.Max(fds) + 1, set
+	}
 
 	// Each waits on its own thread until the server writes.
 	blocked := func(wait func()) int32 {
@@ -321,33 +331,55 @@ func TestTCPStateOfPollAndEpollOnOneSocket(t *testing.T) {
 		}()
 		return <-tids
 	}
-	pollOne := blocked(func() { unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, -1) })
-	pollTwo := blocked(func() {
-		unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(pr.Fd()), Events: unix.POLLIN}}, -1)
-	})
-	epollOne := blocked(func() { unix.EpollWait(ep, make([]unix.EpollEvent, 1), -1) })
+	cases := []struct {
+		name    string
+		tid     int32
+		syscall string // in the row's syscall name: arm64 has only pselect6 for select
+		state   string
+	}{
+		{"poll on the socket", blocked(func() { unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, -1) }), "poll", "ESTABLISHED"},
+		{"poll on the socket and a pipe", blocked(func() {
+			unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(pr.Fd()), Events: unix.POLLIN}}, -1)
+		}), "poll", ""},
+		{"epoll on the socket", blocked(func() { unix.EpollWait(ep, make([]unix.EpollEvent, 1), -1) }), "epoll", "ESTABLISHED"},
+		{"select on the socket", blocked(func() {
+			n, set := readable(fd)
+			syscall.Select(n, set, nil, nil, nil)
+		}), "select", "ESTABLISHED"},
+		{"pselect6 on the socket", blocked(func() {
+			n, set := readable(fd)
+			unix.Pselect(n, (*unix.FdSet)(set), nil, nil, nil, nil)
+		}), "pselect6", "ESTABLISHED"},
+		{"select on the socket and a pipe", blocked(func() {
+			n, set := readable(fd, int(pr.Fd()))
+			syscall.Select(n, set, nil, nil, nil)
+		}), "select", ""},
+	}
 	defer server.Write([]byte("wake"))
 
 	s, rec := start(t, sampler.Filter{All: true, Pids: []int32{int32(os.Getpid())}}, 100*time.Millisecond)
 	var rows map[int32]state.Sample
+	inTheirSyscalls := func() bool {
+		for _, c := range cases {
+			if !strings.Contains(rows[c.tid].Syscall, c.syscall) {
+				return false
+			}
+		}
+		return true
+	}
 	for range 20 {
 		time.Sleep(100 * time.Millisecond)
 		if err := s.Tick(time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		rows = rec.ticks[len(rec.ticks)-1].rows
-		if strings.Contains(rows[pollOne].Syscall, "poll") && strings.Contains(rows[pollTwo].Syscall, "poll") &&
-			strings.HasPrefix(rows[epollOne].Syscall, "epoll") {
+		if inTheirSyscalls() {
 			break
 		}
 	}
-	for _, c := range []struct {
-		name  string
-		tid   int32
-		state string
-	}{{"poll on the socket", pollOne, "ESTABLISHED"}, {"epoll on the socket", epollOne, "ESTABLISHED"}, {"poll on the socket and a pipe", pollTwo, ""}} {
+	for _, c := range cases {
 		r, ok := rows[c.tid]
-		if !ok || !strings.Contains(r.Syscall, "poll") {
+		if !ok || !strings.Contains(r.Syscall, c.syscall) {
 			t.Errorf("thread in %s: no row in its syscall: %+v", c.name, r)
 			continue
 		}

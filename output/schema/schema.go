@@ -75,7 +75,7 @@ var Columns = []Column{
 	{"container", TypeVarchar, "", "Container of the thread, from its cgroup: runtime:short id (docker, containerd, crio, podman; cri when a kubepods path does not name the runtime) with 12 hex digits as docker ps shows, or runtime:name for nspawn and lxc; empty outside containers." + hourfile.TextNote},
 	{"pod_uid", TypeVarchar, "", "UID of the Kubernetes pod of the thread, from its kubepods cgroup; empty outside pods."},
 	{"unit", TypeVarchar, "", "Innermost systemd unit or scope of the thread's cgroup, such as mysql.service or session-3.scope; empty when none." + hourfile.TextNote},
-	{"tcp_state", TypeVarchar, "", "State of the TCP socket the syscall waits on, at the tick, as the kernel names it (ESTABLISHED, SYN_SENT, CLOSE_WAIT...): its file descriptor's when fd_target is tcp or tcp6, or the one descriptor of a poll or ppoll on one, or of an epoll wait on an epoll of one target; empty for other rows (select included), as are the tcp_ columns after it."},
+	{"tcp_state", TypeVarchar, "", "State of the TCP socket the syscall waits on, at the tick, as the kernel names it (ESTABLISHED, SYN_SENT, CLOSE_WAIT...): its file descriptor's when fd_target is tcp or tcp6, or the one descriptor of a poll or ppoll on one, of a select or pselect6 on one (across its three sets, nfds at most 1024), or of an epoll wait on an epoll of one target; empty for other rows, as are the tcp_ columns after it."},
 	{"tcp_srtt_us", TypeBigint, "µs", "That connection's smoothed round-trip time (ss -ti's rtt)."},
 	{"tcp_retrans", TypeBigint, "segments", "That connection's retransmissions since it opened (ss -ti's retrans total)."},
 	{"tcp_lost", TypeBigint, "segments", "That connection's segments presumed lost at the tick."},
