@@ -16,6 +16,7 @@ import (
 type tcpsockTcTcpAsk struct {
 	_    structs.HostLayout
 	Ino  uint64
+	Sk   uint64
 	Tid  int32
 	Fd   int32
 	Sock tcpsockTcTcpSock

@@ -3,11 +3,13 @@
 package bpf
 
 import (
+	"errors"
 	"net"
 	"os"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -30,6 +32,22 @@ func fdIno(t *testing.T, conn interface{ File() (*os.File, error) }) (*os.File, 
 	return f, st.Ino
 }
 
+// openTCPSockets opens the TCP socket reader for the test, or skips it on a kernel too old
+// for one (the kernel matrix's 6.1).
+func openTCPSockets(t *testing.T) *TCPSockets {
+	t.Helper()
+	privileged.Require(t)
+	s, err := OpenTCPSockets()
+	if errors.Is(err, ErrNoTCPSockets) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // TestTCPSocketsReadByDescriptor asks, in one batch, for: both ends of an IPv4 and an IPv6
 // loopback connection, the server's end with 1000 bytes unread; a listener (Go's listens with
 // MPTCP: its first subflow is read) with one
@@ -37,12 +55,7 @@ func fdIno(t *testing.T, conn interface{ File() (*os.File, error) }) (*os.File, 
 // descriptor with another inode (a reused number), a pipe, a thread that does not exist.
 // After the client closes, the server's end is CLOSE_WAIT.
 func TestTCPSocketsReadByDescriptor(t *testing.T) {
-	privileged.Require(t)
-	s, err := OpenTCPSockets()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTCPSockets(t)
 	tid := int32(unix.Gettid()) // any thread of the process: they share the descriptors
 
 	type conn struct {
@@ -148,12 +161,7 @@ func TestTCPSocketsReadByDescriptor(t *testing.T) {
 
 // TestTCPSocketsManyAsks reads more asks than one run of the program answers.
 func TestTCPSocketsManyAsks(t *testing.T) {
-	privileged.Require(t)
-	s, err := OpenTCPSockets()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTCPSockets(t)
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -172,5 +180,75 @@ func TestTCPSocketsManyAsks(t *testing.T) {
 		if a.Sock.State != 10 {
 			t.Fatalf("ask %d of %d: %+v, want LISTEN", i, len(asks), a.Sock)
 		}
+	}
+}
+
+// TestTCPSocketsReadFromWhereFound asks for a socket, then again naming where the answer
+// found it: the same socket, read afresh from there (its unread bytes grown). Named with
+// another socket's inode, or a place that is no sock at all, the walk answers instead; once
+// the socket is closed, nothing does.
+func TestTCPSocketsReadFromWhereFound(t *testing.T) {
+	s := openTCPSockets(t)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	tid := int32(unix.Gettid())
+	cli, cliIno := fdIno(t, client.(*net.TCPConn))
+	srv, srvIno := fdIno(t, server.(*net.TCPConn))
+	cliFd, srvFd := int32(cli.Fd()), int32(srv.Fd())
+
+	read := func(ask TCPAsk) TCPAsk {
+		t.Helper()
+		asks := []TCPAsk{ask}
+		if err := s.Read(asks); err != nil {
+			t.Fatal(err)
+		}
+		return asks[0]
+	}
+	first := read(TCPAsk{Tid: tid, Fd: cliFd, Ino: cliIno})
+	if first.Sock.State != 1 || first.Sk == 0 {
+		t.Fatalf("the client: %+v, want ESTABLISHED and where it was found", first)
+	}
+	if _, err := server.Write(make([]byte, 700)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	again := read(TCPAsk{Tid: tid, Fd: cliFd, Ino: cliIno, Sk: first.Sk})
+	if again.Sock.State != 1 || again.Sock.RcvQueue != 700 || again.Sk != first.Sk {
+		t.Errorf("the client asked for where it was found: %+v, want ESTABLISHED with 700 bytes unread, at %#x", again, first.Sk)
+	}
+	srvFirst := read(TCPAsk{Tid: tid, Fd: srvFd, Ino: srvIno})
+	var local uint64
+	for _, wrong := range []struct {
+		name string
+		sk   uint64
+	}{
+		{"the server's sock", srvFirst.Sk},
+		{"an address below the kernel's", 1},
+		{"an address in this process", uint64(uintptr(unsafe.Pointer(&local)))},
+	} {
+		got := read(TCPAsk{Tid: tid, Fd: cliFd, Ino: cliIno, Sk: wrong.sk})
+		if got.Sock != again.Sock || got.Sk != first.Sk {
+			t.Errorf("the client asked for at %s: %+v, want %+v at %#x", wrong.name, got, again.Sock, first.Sk)
+		}
+	}
+
+	client.Close()
+	cli.Close()
+	time.Sleep(50 * time.Millisecond)
+	if got := read(TCPAsk{Tid: tid, Fd: cliFd, Ino: cliIno, Sk: first.Sk}); got.Sock != (TCPSock{}) || got.Sk != 0 {
+		t.Errorf("the client, closed, asked for where it was: %+v, want no answer", got)
 	}
 }

@@ -20,19 +20,34 @@ type TCPSource interface {
 // its socket as it is made (addRow), and the batch's rows get their sockets' state just
 // before they are handed to the sink (fill), with one run of the kernel side for all.
 type tcpBatch struct {
-	rows  []int // indexes in s.rows
+	rows  []int    // indexes in s.rows
+	slots []uint32 // their records' slots (noSlot: a seeded thread's row)
 	socks []procinfo.TCPSocket
 	asks  []bpf.TCPAsk // fill's, kept from batch to batch
 	log   rateLimit
 }
 
+// noSlot is the slot of a row that has no record, hence no snapshot.
+const noSlot = ^uint32(0)
+
+// knownSock is where the kernel side last found the sock of a thread's socket: asked for
+// again, the same socket is read from there, without walking to it from the descriptor
+// (the kernel side checks that it still is that socket's sock). A snapshot keeps it.
+type knownSock struct {
+	fd  int32
+	ino uint64
+	sk  uint64
+}
+
 // askTCP notes that row, about to be appended to s.rows, waits on a TCP socket, if it does.
-func (s *Sampler) askTCP(row *state.Sample, th *state.Thread, wall time.Time) {
+// slot is the row's record's (noSlot for a seeded thread's row).
+func (s *Sampler) askTCP(row *state.Sample, th *state.Thread, slot uint32, wall time.Time) {
 	sock, ok := s.tcp.Socket(s.fds, row.Syscall, th.Args, th.Pid, th.Tid, th.SyscallNs, row.FdTarget, wall)
 	if !ok {
 		return
 	}
 	s.tcpRows.rows = append(s.tcpRows.rows, len(s.rows))
+	s.tcpRows.slots = append(s.tcpRows.slots, slot)
 	s.tcpRows.socks = append(s.tcpRows.socks, sock)
 }
 
@@ -40,7 +55,7 @@ func (s *Sampler) askTCP(row *state.Sample, th *state.Thread, wall time.Time) {
 // kernel with cfg.TCP, else from sock_diag (a kernel without bpf_task_from_pid).
 func (s *Sampler) fillTCP(wall time.Time) {
 	b := &s.tcpRows
-	defer func() { b.rows, b.socks = b.rows[:0], b.socks[:0] }()
+	defer func() { b.rows, b.slots, b.socks = b.rows[:0], b.slots[:0], b.socks[:0] }()
 	if len(b.rows) == 0 {
 		return
 	}
@@ -51,8 +66,12 @@ func (s *Sampler) fillTCP(wall time.Time) {
 		return
 	}
 	b.asks = b.asks[:0]
-	for _, sock := range b.socks {
-		b.asks = append(b.asks, bpf.TCPAsk{Tid: sock.Tid, Fd: sock.Fd, Ino: sock.Ino})
+	for i, sock := range b.socks {
+		ask := bpf.TCPAsk{Tid: sock.Tid, Fd: sock.Fd, Ino: sock.Ino}
+		if k := s.knownSock(b.slots[i], sock.Tid); k != nil && k.fd == sock.Fd && k.ino == sock.Ino {
+			ask.Sk = k.sk
+		}
+		b.asks = append(b.asks, ask)
 	}
 	if err := s.cfg.TCP.Read(b.asks); err != nil {
 		if b.log.allow(wall) {
@@ -61,8 +80,21 @@ func (s *Sampler) fillTCP(wall time.Time) {
 		return
 	}
 	for i, r := range b.rows {
-		s.rows[r].TCP = tcpInfo(b.asks[i].Sock)
+		ask := &b.asks[i]
+		s.rows[r].TCP = tcpInfo(ask.Sock)
+		if k := s.knownSock(b.slots[i], ask.Tid); k != nil {
+			*k = knownSock{fd: ask.Fd, ino: ask.Ino, sk: ask.Sk}
+		}
 	}
+}
+
+// knownSock is the socket known to thread tid's snapshot in slot; nil when the slot has
+// none or holds another thread by now.
+func (s *Sampler) knownSock(slot uint32, tid int32) *knownSock {
+	if slot == noSlot || int(slot) >= len(s.prev) || s.prev[slot].tid != tid {
+		return nil
+	}
+	return &s.prev[slot].tcp
 }
 
 // tcpInfo is the tcp_ columns of what the kernel side read of a socket.

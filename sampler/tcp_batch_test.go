@@ -12,12 +12,14 @@ import (
 	"github.com/threadcap/threadcap/state"
 )
 
-// fakeTCP answers asks from its sockets, by (tid, fd, inode), as the kernel side would, and
-// counts its runs.
+// fakeTCP answers asks from its sockets, by (tid, fd, inode), as the kernel side would, each
+// found where its inode says (sk: the inode + 1000), and counts its runs and the asks that
+// named where their socket was.
 type fakeTCP struct {
 	socks map[bpf.TCPAsk]bpf.TCPSock
 	runs  int
 	asked int
+	known map[int32]uint64 // the sk each thread's last ask named
 	err   error
 }
 
@@ -28,7 +30,14 @@ func (f *fakeTCP) Read(asks []bpf.TCPAsk) error {
 		return f.err
 	}
 	for i := range asks {
-		asks[i].Sock = f.socks[bpf.TCPAsk{Tid: asks[i].Tid, Fd: asks[i].Fd, Ino: asks[i].Ino}]
+		a := &asks[i]
+		f.known[a.Tid] = a.Sk
+		var ok bool
+		a.Sock, ok = f.socks[bpf.TCPAsk{Tid: a.Tid, Fd: a.Fd, Ino: a.Ino}]
+		a.Sk = 0
+		if ok {
+			a.Sk = a.Ino + 1000
+		}
 	}
 	return nil
 }
@@ -36,20 +45,27 @@ func (f *fakeTCP) Read(asks []bpf.TCPAsk) error {
 // TestTCPRowsFilledInOneBatch makes a batch of rows, some waiting on TCP sockets, and
 // expects each of those to get its own socket's state, from one read of the kernel side at
 // the flush, the others none; a socket the kernel side did not find gives an empty state.
-// A failed read leaves the columns empty, and the next batch starts afresh.
+// A failed read leaves the columns empty, and the next batch starts afresh. A thread's next
+// ask names where its socket was found, unless it is another socket or another thread.
 func TestTCPRowsFilledInOneBatch(t *testing.T) {
 	r := newRig(t, Filter{})
 	tcp := &fakeTCP{socks: map[bpf.TCPAsk]bpf.TCPSock{
 		{Tid: 10, Fd: 3, Ino: 100}: {State: 1, SrttUs: 250, Retrans: 2, Lost: 1, Cwnd: 10, Unacked: 4, RcvQueue: 7, SndQueue: 9000},
 		{Tid: 12, Fd: 5, Ino: 101}: {State: 8, Cwnd: 10},
 		{Tid: 13, Fd: 7, Ino: 102}: {State: 10, RcvQueue: 3, SndQueue: 4096, Unacked: 3, Cwnd: 10},
-	}}
+	}, known: map[int32]uint64{}}
 	s := r.s
 	s.cfg.TCP = tcp
 	wall := time.Unix(100, 0)
+	// Thread tid's record is in slot tid - 10 (a seeded thread's row has none).
+	s.prev = make([]snapshot, 10)
+	for i := range s.prev {
+		s.prev[i].tid = int32(10 + i)
+	}
 	add := func(tid int32, sock *procinfo.TCPSocket) {
 		if sock != nil {
 			s.tcpRows.rows = append(s.tcpRows.rows, len(s.rows))
+			s.tcpRows.slots = append(s.tcpRows.slots, uint32(tid-10))
 			s.tcpRows.socks = append(s.tcpRows.socks, *sock)
 		}
 		s.rows = append(s.rows, state.Sample{Tid: tid})
@@ -95,6 +111,18 @@ func TestTCPRowsFilledInOneBatch(t *testing.T) {
 	s.flush(wall)
 	if got := r.sink.ticks[len(r.sink.ticks)-1]; len(got) != 1 || got[0].TCP.State != "ESTABLISHED" || tcp.asked != 6 {
 		t.Errorf("the batch after a failed read: %+v after %d asks, want ESTABLISHED after 6", got, tcp.asked)
+	}
+	if tcp.known[10] != 1100 {
+		t.Errorf("thread 10's socket asked for again at %d, want where it was found (1100)", tcp.known[10])
+	}
+
+	// Thread 12 now waits on another socket; thread 13's slot holds another thread.
+	s.prev[3].tid = 99
+	add(12, &procinfo.TCPSocket{Pid: 10, Tid: 12, Fd: 7, Ino: 102})
+	add(13, &procinfo.TCPSocket{Pid: 10, Tid: 13, Fd: 7, Ino: 102})
+	s.flush(wall)
+	if tcp.known[12] != 0 || tcp.known[13] != 0 {
+		t.Errorf("asked at %d for thread 12's new socket, at %d for thread 13's in a reused slot; want neither (0)", tcp.known[12], tcp.known[13])
 	}
 }
 

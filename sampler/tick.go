@@ -24,6 +24,8 @@ type snapshot struct {
 	carry int64
 	// kstack is the last episode off CPU given a deferred kernel stack (deferred.go).
 	kstack episode
+	// tcp is where the kernel side last found the sock of a socket the thread waited on.
+	tcp knownSock
 }
 
 // timesAt is the cumulative time per state at mono. A thread skipped by a scan was asleep
@@ -109,7 +111,7 @@ func (s *Sampler) Tick(wall time.Time) error {
 	s.src.Scan(since, mono, inSpan, func(slot uint32, th *state.Thread) { s.observe(slot, th, mono, wall) })
 	for _, th := range s.seeded {
 		if s.cfg.Filter.All || th.State.Active() {
-			s.addRow(th, wall, mono, 0, nil)
+			s.addRow(th, wall, mono, noSlot, nil)
 		}
 	}
 	var err error
@@ -203,7 +205,7 @@ func (s *Sampler) observe(slot uint32, th *state.Thread, mono uint64, wall time.
 	*p = snapshot{
 		tid: th.Tid, startNs: th.StartNs, state: th.State, sinceNs: th.SinceNs,
 		stateNs: th.StateNs, cpuNs: th.CPUNs, cpuSyncNs: th.CPUSyncNs, vol: th.Voluntary, invol: th.Involuntary,
-		carry: p.carry, kstack: p.kstack,
+		carry: p.carry, kstack: p.kstack, tcp: p.tcp,
 	}
 }
 
@@ -246,7 +248,7 @@ func firstSeenAfter(th *state.Thread, mono uint64) bool {
 }
 
 // addRow appends th's row if the filter wants it. prev is the thread's snapshot from the
-// previous tick (zero for a thread new since then), that of its record's slot; nil for a
+// previous tick (zero for a thread new since then), that of its record's slot; nil (and slot noSlot) for a
 // seeded thread.
 func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, slot uint32, prev *snapshot) {
 	row := state.Sample{
@@ -314,7 +316,7 @@ func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, slot uin
 		row.Args = th.Args
 		if !s.cfg.NoFdTarget {
 			row.FdTarget = s.fds.Target(row.Syscall, th.Args[0], th.Pid, th.Tid, th.SyscallNs, wall)
-			s.askTCP(&row, th, wall)
+			s.askTCP(&row, th, slot, wall)
 		}
 		if th.SyscallNs != 0 && mono > th.SyscallNs {
 			row.SyscallUs = int64(mono-th.SyscallNs) / 1000
