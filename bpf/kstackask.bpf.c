@@ -11,6 +11,7 @@
 #include "include/vmlinux.h"
 #include "include/bpf_helpers.h"
 #include "threadcap.h"
+#include "askiter.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -23,13 +24,6 @@ extern void bpf_task_release(struct task_struct *p) __ksym __weak;
 struct task_struct___tc {
 	__u64 start_time;
 };
-struct bpf_iter_meta;
-struct bpf_iter__bpf_map_elem {
-	struct bpf_iter_meta *meta;
-	struct bpf_map *map;
-	void *key;
-	void *value;
-};
 #pragma clang attribute pop
 
 /* One question and, after the run, its answer. */
@@ -40,31 +34,14 @@ struct tc_kstack_ask {
 	__u64 ips[TC_STACK_DEPTH];
 };
 
-/* The batch: user space writes asks [0, nr_asks), runs the iterator, reads the answers
- * through its mapping of the array. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__type(key, __u32);
-	__type(value, struct tc_kstack_ask);
-	__uint(max_entries, 1); /* sized at load time */
-} kstack_asks SEC(".maps");
-
-/* What walk_asks iterates over: one element, for one call per batch. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, 1);
-} one_batch SEC(".maps");
-
-__u32 nr_asks = 0;
 /* Stacks walked, since load: what threadcap.bpf.c's TC_STACK_WALKS does not count. */
 __u64 walks = 0;
 
+ASK_ITERATOR(struct tc_kstack_ask, walk, bpf_task_from_pid && bpf_task_release)
+
 static long walk(__u32 i, void *unused)
 {
-	struct tc_kstack_ask *ask = bpf_map_lookup_elem(&kstack_asks, &i);
+	struct tc_kstack_ask *ask = ask_at(i);
 	struct task_struct *task;
 	long n;
 
@@ -81,18 +58,5 @@ static long walk(__u32 i, void *unused)
 			ask->nr = n / sizeof(ask->ips[0]);
 	}
 	bpf_task_release(task);
-	return 0;
-}
-
-/*
- * One call per batch, over a map of one element: reading the link's file to its end runs
- * it, in the sampler's thread. bpf_loop answers every ask in that one call.
- */
-SEC("iter/bpf_map_elem")
-int walk_asks(struct bpf_iter__bpf_map_elem *ctx)
-{
-	if (!ctx->key || !bpf_task_from_pid || !bpf_task_release)
-		return 0;
-	bpf_loop(nr_asks, walk, NULL, 0);
 	return 0;
 }

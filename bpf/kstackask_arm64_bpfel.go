@@ -25,11 +25,11 @@ type kstackaskTcKstackAsk struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	kstackaskMapKstackAsks = "kstack_asks"
-	kstackaskMapOneBatch   = "one_batch"
-	kstackaskProgWalkAsks  = "walk_asks"
-	kstackaskVarNrAsks     = "nr_asks"
-	kstackaskVarWalks      = "walks"
+	kstackaskMapAsks        = "asks"
+	kstackaskMapOneBatch    = "one_batch"
+	kstackaskProgAnswerAsks = "answer_asks"
+	kstackaskVarNrAsks      = "nr_asks"
+	kstackaskVarWalks       = "walks"
 )
 
 // loadKstackask returns the embedded CollectionSpec for kstackask.
@@ -74,15 +74,15 @@ type kstackaskSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type kstackaskProgramSpecs struct {
-	WalkAsks *ebpf.ProgramSpec `ebpf:"walk_asks"`
+	AnswerAsks *ebpf.ProgramSpec `ebpf:"answer_asks"`
 }
 
 // kstackaskMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type kstackaskMapSpecs struct {
-	KstackAsks *ebpf.MapSpec `ebpf:"kstack_asks"`
-	OneBatch   *ebpf.MapSpec `ebpf:"one_batch"`
+	Asks     *ebpf.MapSpec `ebpf:"asks"`
+	OneBatch *ebpf.MapSpec `ebpf:"one_batch"`
 }
 
 // kstackaskVariableSpecs contains global variables before they are loaded into the kernel.
@@ -113,13 +113,13 @@ func (o *kstackaskObjects) Close() error {
 //
 // It can be passed to loadKstackaskObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kstackaskMaps struct {
-	KstackAsks *ebpf.Map `ebpf:"kstack_asks"`
-	OneBatch   *ebpf.Map `ebpf:"one_batch"`
+	Asks     *ebpf.Map `ebpf:"asks"`
+	OneBatch *ebpf.Map `ebpf:"one_batch"`
 }
 
 func (m *kstackaskMaps) Close() error {
 	return _KstackaskClose(
-		m.KstackAsks,
+		m.Asks,
 		m.OneBatch,
 	)
 }
@@ -136,12 +136,12 @@ type kstackaskVariables struct {
 //
 // It can be passed to loadKstackaskObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kstackaskPrograms struct {
-	WalkAsks *ebpf.Program `ebpf:"walk_asks"`
+	AnswerAsks *ebpf.Program `ebpf:"answer_asks"`
 }
 
 func (p *kstackaskPrograms) Close() error {
 	return _KstackaskClose(
-		p.WalkAsks,
+		p.AnswerAsks,
 	)
 }
 

@@ -5,12 +5,8 @@ package bpf
 import (
 	"errors"
 	"fmt"
-	"io"
-	"syscall"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 
 	"github.com/threadcap/threadcap/state"
 )
@@ -26,17 +22,11 @@ import (
 // Nr frames in Ips, innermost first (0 when the thread is gone or its tid was reused).
 type KernelStackAsk = kstackaskTcKstackAsk
 
-// MaxKernelStackAsks is how many threads one run of the ask program walks.
-const MaxKernelStackAsks = 1024
-
 // kstackAsker owns the program that walks the kernel stacks of threads still waiting
-// (kstackask.bpf.c), and its link: an iterator that, run once, answers a batch of asks.
+// (kstackask.bpf.c), and the states whose stacks are deferred.
 type kstackAsker struct {
-	states []state.State // the states whose stacks are deferred
-	coll   *ebpf.Collection
-	link   *link.Iter
-	mem    []byte
-	asks   []KernelStackAsk
+	states []state.State
+	*askIterator[KernelStackAsk]
 	// tids and ended are TickKernelStacks' batch buffers, kept from tick to tick.
 	tids  []uint32
 	ended []threadcapTcTickKstack
@@ -48,78 +38,24 @@ func canDeferStacks() (bool, error) {
 }
 
 // openKstackAsker loads the ask program and makes its link. On error nothing stays loaded.
-func openKstackAsker(states []state.State) (a *kstackAsker, err error) {
+func openKstackAsker(states []state.State) (*kstackAsker, error) {
 	spec, err := loadKstackask()
 	if err != nil {
 		return nil, err
 	}
-	spec.Maps[kstackaskMapKstackAsks].MaxEntries = MaxKernelStackAsks
-	coll, err := ebpf.NewCollection(spec)
+	it, err := openAskIterator[KernelStackAsk](spec, "the kernel stack walker")
 	if err != nil {
-		return nil, explain(fmt.Errorf("loading the kernel stack walker: %w", err))
+		return nil, err
 	}
-	a = &kstackAsker{states: states, coll: coll}
-	defer func() {
-		if err != nil {
-			a.close()
-			a = nil
-		}
-	}()
-	asks := coll.Maps[kstackaskMapKstackAsks]
-	size := int(unsafe.Sizeof(KernelStackAsk{}))
-	if int(asks.ValueSize()) != size {
-		return nil, fmt.Errorf("a stack ask is %d bytes in the kernel object but %d in Go", asks.ValueSize(), size)
-	}
-	a.mem, err = syscall.Mmap(asks.FD(), 0, MaxKernelStackAsks*size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("mapping the stack asks: %w", err)
-	}
-	a.asks = unsafe.Slice((*KernelStackAsk)(unsafe.Pointer(&a.mem[0])), MaxKernelStackAsks)
-	a.link, err = link.AttachIter(link.IterOptions{
-		Program: coll.Programs[kstackaskProgWalkAsks], Map: coll.Maps[kstackaskMapOneBatch],
-	})
-	if err != nil {
-		return nil, explain(fmt.Errorf("making the kernel stack walker's iterator: %w", err))
-	}
-	return a, nil
+	return &kstackAsker{states: states, askIterator: it}, nil
 }
 
-func (a *kstackAsker) walk(asks []KernelStackAsk) error {
-	for len(asks) > 0 {
-		n := min(len(asks), MaxKernelStackAsks)
-		copy(a.asks, asks[:n])
-		if err := a.coll.Variables[kstackaskVarNrAsks].Set(uint32(n)); err != nil {
-			return fmt.Errorf("setting the stack asks: %w", err)
-		}
-		rd, err := a.link.Open()
-		if err != nil {
-			return fmt.Errorf("starting the kernel stack walker: %w", err)
-		}
-		_, err = io.Copy(io.Discard, rd)
-		if err = errors.Join(err, rd.Close()); err != nil {
-			return fmt.Errorf("running the kernel stack walker: %w", err)
-		}
-		copy(asks[:n], a.asks)
-		asks = asks[n:]
-	}
-	return nil
-}
-
+// close frees the program; it may be called on a nil kstackAsker.
 func (a *kstackAsker) close() error {
 	if a == nil {
 		return nil
 	}
-	var err error
-	if a.link != nil {
-		err = a.link.Close()
-	}
-	if a.mem != nil {
-		err = errors.Join(err, syscall.Munmap(a.mem))
-	}
-	if a.coll != nil {
-		a.coll.Close()
-	}
-	return err
+	return a.askIterator.close()
 }
 
 // DeferredStacks is the states whose kernel stacks are walked only for the episodes a
@@ -161,12 +97,12 @@ func (t *Tracker) TickKernelStacks(tick uint64, into map[int32][]uint64) error {
 const kstackBatch = 64
 
 // AskKernelStacks walks the kernel stack of each thread asked, in place (see
-// KernelStackAsk), in one run of a program per MaxKernelStackAsks.
+// KernelStackAsk), in one run of a program per 1,024 asks.
 func (t *Tracker) AskKernelStacks(asks []KernelStackAsk) error {
 	if t.kasks == nil {
 		return errors.New("kernel stacks are not deferred")
 	}
-	return t.kasks.walk(asks)
+	return t.kasks.run(asks)
 }
 
 // StackWalks is how many kernel stacks were walked for episodes a tick saw, since Open:

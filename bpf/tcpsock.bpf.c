@@ -28,6 +28,7 @@
 #include "include/vmlinux.h"
 #include "include/bpf_helpers.h"
 #include "include/bpf_core_read.h"
+#include "askiter.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -102,13 +103,6 @@ struct tcp_sock___tc {
 	__u32 write_seq;
 	__u32 snd_una;
 };
-struct bpf_iter_meta;
-struct bpf_iter__bpf_map_elem {
-	struct bpf_iter_meta *meta;
-	struct bpf_map *map;
-	void *key;
-	void *value;
-};
 #pragma clang attribute pop
 
 /* A connection as ss -ti shows it; state 0 when the socket asked for was not found. */
@@ -137,28 +131,6 @@ struct tc_tcp_ask {
 	__s32 fd;
 	struct tc_tcp_sock sock;
 };
-
-/*
- * The batch: user space writes asks [0, nr_asks), runs the iterator, reads the answers,
- * through its mapping of the array (a batch update of 1,000 asks took 0.5 ms).
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__type(key, __u32);
-	__type(value, struct tc_tcp_ask);
-	__uint(max_entries, 1); /* sized at load time */
-} tcp_asks SEC(".maps");
-
-/* What answer_asks iterates over: one element, for one call per batch. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, 1);
-} one_batch SEC(".maps");
-
-__u32 nr_asks = 0;
 
 /*
  * bpf_rdonly_cast (Linux 6.2) makes an address read with bpf_probe_read_kernel a pointer to
@@ -259,9 +231,11 @@ static void read_tcp(struct sock___tc *sk, struct tc_tcp_sock *out)
 	out->state = state;
 }
 
+ASK_ITERATOR(struct tc_tcp_ask, answer, bpf_task_from_pid && bpf_task_release && bpf_rdonly_cast)
+
 static long answer(__u32 i, void *unused)
 {
-	struct tc_tcp_ask *ask = bpf_map_lookup_elem(&tcp_asks, &i);
+	struct tc_tcp_ask *ask = ask_at(i);
 	struct task_struct *task;
 	struct sock___tc *sk = NULL, *tcp;
 
@@ -282,18 +256,5 @@ static long answer(__u32 i, void *unused)
 	ask->sk = tcp && tcp == sk ? (__u64)sk : 0;
 	if (tcp)
 		read_tcp(tcp, &ask->sock);
-	return 0;
-}
-
-/*
- * One call per batch, over a map of one element: reading the link's file to its end runs
- * it, in the sampler's thread. bpf_loop (Linux 5.17) answers every ask in that one call.
- */
-SEC("iter/bpf_map_elem")
-int answer_asks(struct bpf_iter__bpf_map_elem *ctx)
-{
-	if (!ctx->key || !bpf_task_from_pid || !bpf_task_release || !bpf_rdonly_cast)
-		return 0;
-	bpf_loop(nr_asks, answer, NULL, 0);
 	return 0;
 }

@@ -39,8 +39,8 @@ type tcpsockTcTcpSock struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	tcpsockMapAsks        = "asks"
 	tcpsockMapOneBatch    = "one_batch"
-	tcpsockMapTcpAsks     = "tcp_asks"
 	tcpsockProgAnswerAsks = "answer_asks"
 	tcpsockVarNrAsks      = "nr_asks"
 )
@@ -94,8 +94,8 @@ type tcpsockProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tcpsockMapSpecs struct {
+	Asks     *ebpf.MapSpec `ebpf:"asks"`
 	OneBatch *ebpf.MapSpec `ebpf:"one_batch"`
-	TcpAsks  *ebpf.MapSpec `ebpf:"tcp_asks"`
 }
 
 // tcpsockVariableSpecs contains global variables before they are loaded into the kernel.
@@ -125,14 +125,14 @@ func (o *tcpsockObjects) Close() error {
 //
 // It can be passed to loadTcpsockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tcpsockMaps struct {
+	Asks     *ebpf.Map `ebpf:"asks"`
 	OneBatch *ebpf.Map `ebpf:"one_batch"`
-	TcpAsks  *ebpf.Map `ebpf:"tcp_asks"`
 }
 
 func (m *tcpsockMaps) Close() error {
 	return _TcpsockClose(
+		m.Asks,
 		m.OneBatch,
-		m.TcpAsks,
 	)
 }
 

@@ -169,7 +169,7 @@ func TestTCPSocketsManyAsks(t *testing.T) {
 	defer ln.Close()
 	f, ino := fdIno(t, ln.(*net.TCPListener))
 	fd := int32(f.Fd())
-	asks := make([]TCPAsk, 2*MaxTCPAsks+3)
+	asks := make([]TCPAsk, 2*maxAsks+3)
 	for i := range asks {
 		asks[i] = TCPAsk{Tid: int32(unix.Gettid()), Fd: fd, Ino: ino}
 	}
