@@ -111,6 +111,67 @@ systemctl stop threadcap
 journalctl -u threadcap --no-pager -o cat | grep -q 'read-only file system' &&
 	ok "the journal says read-only file system" || fail "the journal does not say why /srv/threadcap failed"
 
+# Real units' cgroups, named by threadcap outside the container (run.sh), whose rows are
+# in /threadcap-test/host: a machine systemd-machined registers (machine.slice), a service
+# and a scope. The one inside records this machine's pids, not the container's, so its
+# /proc cannot tell it their cgroups. Each runs a sleep of its own length, to find its rows
+# by cmdline; the machine's root is a directory with this one's /usr bound read-only.
+host=/threadcap-test/host
+machine=tc-test # a dash, which systemd escapes in the scope's name: machine-tc\x2dtest.scope
+mroot=/tmp/tc-machine
+mkdir -p "$mroot/etc" "$mroot/usr"
+cp /usr/lib/os-release "$mroot/etc/os-release"
+for d in bin sbin lib lib64; do ln -sfn "usr/$d" "$mroot/$d"; done
+systemd-nspawn --quiet --register=yes --machine="$machine" --directory="$mroot" --bind-ro=/usr \
+	/bin/sleep 3601 </dev/null >/tmp/tc-machine.log 2>&1 &
+nspawn=$!
+systemd-run --quiet --unit=tc-unit-test.service /bin/sleep 3602 || fail "systemd-run --unit=tc-unit-test.service: $?"
+systemd-run --quiet --scope /bin/sleep 3603 </dev/null >/dev/null 2>&1 &
+scope=$! # systemd-run --scope execs the command in the scope it made
+leader() { leader=$(machinectl show -p Leader --value "$machine" 2>/dev/null) && [ -n "$leader" ] && [ "$leader" != 0 ]; }
+waitfor "machine $machine registered by systemd-machined" 30 leader || cat /tmp/tc-machine.log
+# cgroup_of PID: its cgroup v2 path, as this container sees it.
+cgroup_of() { sed -n 's/^0:://p' /proc/"$1"/cgroup 2>/dev/null; }
+service=$(systemctl show -p MainPID --value tc-unit-test.service)
+scopeunit=$(cgroup_of "$scope")
+scopeunit=${scopeunit##*/}
+# host_rows CMDLINE: "container|pod_uid|unit|cgroup" of each complete row of the sleep with
+# that command line in the files of threadcap outside; the header names the columns.
+host_rows() {
+	awk -F, -v cmd="$1" 'FNR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; n = NF; next }
+		NF == n && $c["thread"] == "sleep" && $c["cmdline"] == cmd {
+			print $c["container"] "|" $c["pod_uid"] "|" $c["unit"] "|" $c["cgroup"] }' \
+		"$host"/threadcap_samples_*.csv 2>/dev/null | sort -u
+}
+all_seen() { for n in 1 2 3; do [ -n "$(host_rows "/bin/sleep 360$n")" ] || return 1; done; }
+waitfor "rows of the three sleeps outside" 30 all_seen
+# check WHAT PID CMDLINE CONTAINER UNIT: the rows of that sleep say its container and unit,
+# no pod, and the cgroup path the container shows, under this container's own.
+check() {
+	local what=$1 pid=$2 cmd=$3 want_c=$4 want_u=$5 path rows
+	path=$(cgroup_of "$pid")
+	echo "      $what: pid $pid, /proc/$pid/cgroup here: 0::$path"
+	rows=$(host_rows "$cmd")
+	echo "$rows" | sed "s/^/      $what: row outside (container|pod_uid|unit|cgroup): /"
+	if [ "$rows" = "$want_c||$want_u|${rows##*|}" ] && [ -n "$path" ] && [[ ${rows##*|} == *"$path" ]]; then
+		ok "$what: container '$want_c', unit '$want_u', its cgroup"
+	else
+		fail "$what: rows say $rows, want container '$want_c', no pod, unit '$want_u', a cgroup ending in $path"
+	fi
+}
+check "machine $machine" "$leader" "/bin/sleep 3601" "nspawn:$machine" 'machine-tc\x2dtest.scope'
+check "tc-unit-test.service" "$service" "/bin/sleep 3602" "" tc-unit-test.service
+[[ $scopeunit == run-*.scope ]] || fail "systemd-run --scope ran in $scopeunit, not a run-*.scope"
+check "systemd-run --scope" "$scope" "/bin/sleep 3603" "" "$scopeunit"
+# Stopped before poweroff, and checked gone: machinectl terminate kills the machine's
+# processes (the sleep, its PID 1, ignores SIGTERM) and nspawn exits.
+machinectl terminate "$machine" || fail "machinectl terminate $machine: $?"
+systemctl stop tc-unit-test.service
+kill "$scope"
+gone() { ! kill -0 "$nspawn" 2>/dev/null && [ -z "$(machinectl list --no-legend)" ]; }
+waitfor "machine $machine gone" 30 gone
+wait
+
 echo "--- journal of threadcap.service"
 journalctl -u threadcap --no-pager -o short-monotonic | tail -n 40
 if [ "$failed" = 0 ]; then
