@@ -15,15 +15,7 @@
 #ifndef THREADCAP_ASKITER_H
 #define THREADCAP_ASKITER_H
 
-#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
-struct bpf_iter_meta;
-struct bpf_iter__bpf_map_elem {
-	struct bpf_iter_meta *meta;
-	struct bpf_map *map;
-	void *key;
-	void *value;
-};
-#pragma clang attribute pop
+#include "mapiter.h"
 
 #define ASK_ITERATOR(ask_t, answer, ready)                                      \
 	struct {                                                                \

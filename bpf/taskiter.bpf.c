@@ -37,6 +37,7 @@
 #include "include/bpf_core_read.h"
 #include "threadcap.h"
 #include "seqclaim.h"
+#include "mapiter.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -105,12 +106,6 @@ struct bpf_iter_meta;
 struct bpf_iter__task {
 	struct bpf_iter_meta *meta;
 	struct task_struct *task;
-};
-struct bpf_iter__bpf_map_elem {
-	struct bpf_iter_meta *meta;
-	struct bpf_map *map;
-	void *key;
-	void *value;
 };
 #pragma clang attribute pop
 
