@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/threadcap/threadcap/test/privileged"
+	"github.com/threadcap/threadcap/test/workload"
 )
 
 // fdIno dups conn's descriptor and returns the dup and its inode (the socket's); the dup is
@@ -48,6 +49,17 @@ func openTCPSockets(t *testing.T) *TCPSockets {
 	return s
 }
 
+// conn is both ends of a loopback TCP connection, and its listener.
+type conn struct {
+	client, server *net.TCPConn
+	ln             *net.TCPListener
+}
+
+func connect(t *testing.T, network string) conn {
+	ln, client, server := workload.LoopbackTCP(t, network)
+	return conn{client, server, ln}
+}
+
 // TestTCPSocketsReadByDescriptor asks, in one batch, for: both ends of an IPv4 and an IPv6
 // loopback connection, the server's end with 1000 bytes unread; a listener (Go's listens with
 // MPTCP: its first subflow is read) with one
@@ -57,30 +69,7 @@ func openTCPSockets(t *testing.T) *TCPSockets {
 func TestTCPSocketsReadByDescriptor(t *testing.T) {
 	s := openTCPSockets(t)
 	tid := int32(unix.Gettid()) // any thread of the process: they share the descriptors
-
-	type conn struct {
-		client, server *net.TCPConn
-		ln             *net.TCPListener
-	}
-	connect := func(network, addr string) conn {
-		ln, err := net.Listen(network, addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		client, err := net.Dial(network, ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { client.Close() })
-		server, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { server.Close() })
-		return conn{client.(*net.TCPConn), server.(*net.TCPConn), ln.(*net.TCPListener)}
-	}
-	c4, c6 := connect("tcp4", "127.0.0.1:0"), connect("tcp6", "[::1]:0")
+	c4, c6 := connect(t, "tcp4"), connect(t, "tcp6")
 	for _, c := range []conn{c4, c6} {
 		if _, err := c.client.Write(make([]byte, 1000)); err != nil {
 			t.Fatal(err)
@@ -189,24 +178,10 @@ func TestTCPSocketsManyAsks(t *testing.T) {
 // the socket is closed, nothing does.
 func TestTCPSocketsReadFromWhereFound(t *testing.T) {
 	s := openTCPSockets(t)
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp4", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	c := connect(t, "tcp4")
 	tid := int32(unix.Gettid())
-	cli, cliIno := fdIno(t, client.(*net.TCPConn))
-	srv, srvIno := fdIno(t, server.(*net.TCPConn))
+	cli, cliIno := fdIno(t, c.client)
+	srv, srvIno := fdIno(t, c.server)
 	cliFd, srvFd := int32(cli.Fd()), int32(srv.Fd())
 
 	read := func(ask TCPAsk) TCPAsk {
@@ -221,7 +196,7 @@ func TestTCPSocketsReadFromWhereFound(t *testing.T) {
 	if first.Sock.State != 1 || first.Sk == 0 {
 		t.Fatalf("the client: %+v, want ESTABLISHED and where it was found", first)
 	}
-	if _, err := server.Write(make([]byte, 700)); err != nil {
+	if _, err := c.server.Write(make([]byte, 700)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -245,7 +220,7 @@ func TestTCPSocketsReadFromWhereFound(t *testing.T) {
 		}
 	}
 
-	client.Close()
+	c.client.Close()
 	cli.Close()
 	time.Sleep(50 * time.Millisecond)
 	if got := read(TCPAsk{Tid: tid, Fd: cliFd, Ino: cliIno, Sk: first.Sk}); got.Sock != (TCPSock{}) || got.Sk != 0 {

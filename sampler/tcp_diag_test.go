@@ -15,6 +15,7 @@ import (
 	"github.com/threadcap/threadcap/sampler/procinfo"
 	"github.com/threadcap/threadcap/state"
 	"github.com/threadcap/threadcap/test/privileged"
+	"github.com/threadcap/threadcap/test/workload"
 )
 
 // TestTCPReadInTheKernelAsSockDiagShowsIt reads quiet sockets both ways, in the kernel
@@ -53,7 +54,7 @@ func TestTCPReadInTheKernelAsSockDiagShowsIt(t *testing.T) {
 		names = append(names, name)
 	}
 	for _, network := range []string{"tcp4", "tcp6"} {
-		ln, client, server := loopbackPair(t, network)
+		ln, client, server := workload.LoopbackTCP(t, network)
 		for range 2 { // left to accept
 			c, err := net.Dial(network, ln.Addr().String())
 			if err != nil {
@@ -67,17 +68,17 @@ func TestTCPReadInTheKernelAsSockDiagShowsIt(t *testing.T) {
 		if _, err := server.Write(make([]byte, 3000)); err != nil {
 			t.Fatal(err)
 		}
-		add(network+" client", client.(*net.TCPConn), client.LocalAddr())
-		add(network+" server", server.(*net.TCPConn), server.LocalAddr())
-		add(network+" listener", ln.(*net.TCPListener), ln.Addr())
+		add(network+" client", client, client.LocalAddr())
+		add(network+" server", server, server.LocalAddr())
+		add(network+" listener", ln, ln.Addr())
 	}
 	// A half-closed pair: the closing end in FIN_WAIT2, its peer in CLOSE_WAIT.
-	_, closing, peer := loopbackPair(t, "tcp4")
-	if err := closing.(*net.TCPConn).CloseWrite(); err != nil {
+	_, closing, peer := workload.LoopbackTCP(t, "tcp4")
+	if err := closing.CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
-	add("FIN_WAIT2", closing.(*net.TCPConn), closing.LocalAddr())
-	add("CLOSE_WAIT", peer.(*net.TCPConn), peer.LocalAddr())
+	add("FIN_WAIT2", closing, closing.LocalAddr())
+	add("CLOSE_WAIT", peer, peer.LocalAddr())
 	time.Sleep(100 * time.Millisecond) // for the data and the handshakes to arrive
 
 	asks := make([]bpf.TCPAsk, len(socks))

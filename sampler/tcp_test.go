@@ -125,28 +125,6 @@ func ssOf(t *testing.T, ns string) ssInfo {
 // addresses, the sender's side shaped by tbf to 2 Mbit/s with 100 ms of queue and using
 // reno: round trips grow to about that queue, and tbf drops what overflows it. Traffic
 // stays in them.
-// loopbackPair is a listener on network's loopback address ("tcp4" or "tcp6") and a
-// connection to it, both ends, closed when the test ends.
-func loopbackPair(t *testing.T, network string) (net.Listener, net.Conn, net.Conn) {
-	t.Helper()
-	ln, err := net.Listen(network, map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	client, err := net.Dial(network, ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { server.Close() })
-	return ln, client, server
-}
-
 func netnsPair(t *testing.T, tag string) (sendNs, recvNs string) {
 	t.Helper()
 	tag += strconv.Itoa(os.Getpid())
@@ -289,8 +267,8 @@ func TestTCPStateOfABlockedSender(t *testing.T) {
 // state in their rows, and threads in poll or select on the socket and a pipe none.
 func TestTCPStateOfWaitsOnOneSocket(t *testing.T) {
 	privileged.Require(t)
-	_, client, server := loopbackPair(t, "tcp4")
-	f, err := client.(*net.TCPConn).File()
+	_, client, server := workload.LoopbackTCP(t, "tcp4")
+	f, err := client.File()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -490,3 +490,25 @@ func Ticker(t testing.TB, period time.Duration) *Thread {
 		}
 	})
 }
+
+// LoopbackTCP is a listener on network's loopback address ("tcp4" or "tcp6") and a
+// connection to it, both ends, closed when the test ends.
+func LoopbackTCP(t *testing.T, network string) (ln *net.TCPListener, client, server *net.TCPConn) {
+	t.Helper()
+	l, err := net.Listen(network, map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	c, err := net.Dial(network, l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	sc, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Close() })
+	return l.(*net.TCPListener), c.(*net.TCPConn), sc.(*net.TCPConn)
+}
