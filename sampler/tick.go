@@ -248,8 +248,8 @@ func firstSeenAfter(th *state.Thread, mono uint64) bool {
 }
 
 // addRow appends th's row if the filter wants it. prev is the thread's snapshot from the
-// previous tick (zero for a thread new since then), that of its record's slot; nil (and slot noSlot) for a
-// seeded thread.
+// previous tick (zero for a thread new since then), that of its record's slot; nil, and
+// slot noSlot, for a seeded thread.
 func (s *Sampler) addRow(th *state.Thread, wall time.Time, mono uint64, slot uint32, prev *snapshot) {
 	row := state.Sample{
 		Time: wall, Pid: th.Pid, Tid: th.Tid, Thread: th.Name(), State: th.StateAt(mono),
