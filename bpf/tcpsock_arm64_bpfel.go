@@ -14,12 +14,13 @@ import (
 )
 
 type tcpsockTcTcpAsk struct {
-	_    structs.HostLayout
-	Ino  uint64
-	Sk   uint64
-	Tid  int32
-	Fd   int32
-	Sock tcpsockTcTcpSock
+	_      structs.HostLayout
+	Ino    uint64
+	Sk     uint64
+	Socket uint64
+	Tid    int32
+	Fd     int32
+	Sock   tcpsockTcTcpSock
 }
 
 type tcpsockTcTcpSock struct {

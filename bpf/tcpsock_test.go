@@ -174,8 +174,8 @@ func TestTCPSocketsManyAsks(t *testing.T) {
 
 // TestTCPSocketsReadFromWhereFound asks for a socket, then again naming where the answer
 // found it: the same socket, read afresh from there (its unread bytes grown). Named with
-// another socket's inode, or a place that is no sock at all, the walk answers instead; once
-// the socket is closed, nothing does.
+// another socket's sock or socket, or a place that is neither at all, the walk answers
+// instead; once the socket is closed, nothing does.
 func TestTCPSocketsReadFromWhereFound(t *testing.T) {
 	s := openTCPSockets(t)
 	c := connect(t, "tcp4")
@@ -193,37 +193,42 @@ func TestTCPSocketsReadFromWhereFound(t *testing.T) {
 		return asks[0]
 	}
 	first := read(TCPAsk{Tid: tid, Fd: cliFd, Ino: cliIno})
-	if first.Sock.State != 1 || first.Sk == 0 {
+	if first.Sock.State != 1 || first.Sk == 0 || first.Socket == 0 {
 		t.Fatalf("the client: %+v, want ESTABLISHED and where it was found", first)
 	}
 	if _, err := c.server.Write(make([]byte, 700)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	again := read(TCPAsk{Tid: tid, Fd: cliFd, Ino: cliIno, Sk: first.Sk})
-	if again.Sock.State != 1 || again.Sock.RcvQueue != 700 || again.Sk != first.Sk {
-		t.Errorf("the client asked for where it was found: %+v, want ESTABLISHED with 700 bytes unread, at %#x", again, first.Sk)
+	again := read(TCPAsk{Tid: tid, Fd: cliFd, Ino: cliIno, Sk: first.Sk, Socket: first.Socket})
+	if again.Sock.State != 1 || again.Sock.RcvQueue != 700 || again.Sk != first.Sk || again.Socket != first.Socket {
+		t.Errorf("the client asked for where it was found: %+v, want ESTABLISHED with 700 bytes unread, at %#x and %#x", again, first.Sk, first.Socket)
 	}
 	srvFirst := read(TCPAsk{Tid: tid, Fd: srvFd, Ino: srvIno})
-	var local uint64
+	local := uint64(uintptr(unsafe.Pointer(&struct{ x [256]byte }{})))
 	for _, wrong := range []struct {
-		name string
-		sk   uint64
+		name       string
+		sk, socket uint64
 	}{
-		{"the server's sock", srvFirst.Sk},
-		{"an address below the kernel's", 1},
-		{"an address in this process", uint64(uintptr(unsafe.Pointer(&local)))},
+		{"the server's sock and socket", srvFirst.Sk, srvFirst.Socket},
+		{"the server's sock", srvFirst.Sk, first.Socket},
+		{"the server's socket", first.Sk, srvFirst.Socket},
+		{"no socket", first.Sk, 0},
+		{"an address below the kernel's", 1, first.Socket},
+		{"a socket below the kernel's", first.Sk, 1},
+		{"an address in this process", local, first.Socket},
+		{"a socket in this process", first.Sk, local},
 	} {
-		got := read(TCPAsk{Tid: tid, Fd: cliFd, Ino: cliIno, Sk: wrong.sk})
-		if got.Sock != again.Sock || got.Sk != first.Sk {
-			t.Errorf("the client asked for at %s: %+v, want %+v at %#x", wrong.name, got, again.Sock, first.Sk)
+		got := read(TCPAsk{Tid: tid, Fd: cliFd, Ino: cliIno, Sk: wrong.sk, Socket: wrong.socket})
+		if got.Sock != again.Sock || got.Sk != first.Sk || got.Socket != first.Socket {
+			t.Errorf("the client asked for at %s: %+v, want %+v at %#x and %#x", wrong.name, got, again.Sock, first.Sk, first.Socket)
 		}
 	}
 
 	c.client.Close()
 	cli.Close()
 	time.Sleep(50 * time.Millisecond)
-	if got := read(TCPAsk{Tid: tid, Fd: cliFd, Ino: cliIno, Sk: first.Sk}); got.Sock != (TCPSock{}) || got.Sk != 0 {
+	if got := read(TCPAsk{Tid: tid, Fd: cliFd, Ino: cliIno, Sk: first.Sk, Socket: first.Socket}); got.Sock != (TCPSock{}) || got.Sk != 0 || got.Socket != 0 {
 		t.Errorf("the client, closed, asked for where it was: %+v, want no answer", got)
 	}
 }

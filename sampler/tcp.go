@@ -34,9 +34,10 @@ const noSlot = ^uint32(0)
 // again, the same socket is read from there, without walking to it from the descriptor
 // (the kernel side checks that it still is that socket's sock). A snapshot keeps it.
 type knownSock struct {
-	fd  int32
-	ino uint64
-	sk  uint64
+	fd     int32
+	ino    uint64
+	sk     uint64
+	socket uint64
 }
 
 // askTCP notes that row, about to be appended to s.rows, waits on a TCP socket, if it does.
@@ -69,7 +70,7 @@ func (s *Sampler) fillTCP(wall time.Time) {
 	for i, sock := range b.socks {
 		ask := bpf.TCPAsk{Tid: sock.Tid, Fd: sock.Fd, Ino: sock.Ino}
 		if k := s.knownSock(b.slots[i], sock.Tid); k != nil && k.fd == sock.Fd && k.ino == sock.Ino {
-			ask.Sk = k.sk
+			ask.Sk, ask.Socket = k.sk, k.socket
 		}
 		b.asks = append(b.asks, ask)
 	}
@@ -83,7 +84,7 @@ func (s *Sampler) fillTCP(wall time.Time) {
 		ask := &b.asks[i]
 		s.rows[r].TCP = tcpInfo(ask.Sock)
 		if k := s.knownSock(b.slots[i], ask.Tid); k != nil {
-			*k = knownSock{fd: ask.Fd, ino: ask.Ino, sk: ask.Sk}
+			*k = knownSock{fd: ask.Fd, ino: ask.Ino, sk: ask.Sk, socket: ask.Socket}
 		}
 	}
 }

@@ -13,13 +13,13 @@ import (
 )
 
 // fakeTCP answers asks from its sockets, by (tid, fd, inode), as the kernel side would, each
-// found where its inode says (sk: the inode + 1000), and counts its runs and the asks that
-// named where their socket was.
+// found where its inode says (sk: the inode + 1000, its socket the inode + 2000), and counts
+// its runs and the asks that named where their socket was.
 type fakeTCP struct {
 	socks map[bpf.TCPAsk]bpf.TCPSock
 	runs  int
 	asked int
-	known map[int32]uint64 // the sk each thread's last ask named
+	known map[int32][2]uint64 // the sk and socket each thread's last ask named
 	err   error
 }
 
@@ -31,12 +31,12 @@ func (f *fakeTCP) Read(asks []bpf.TCPAsk) error {
 	}
 	for i := range asks {
 		a := &asks[i]
-		f.known[a.Tid] = a.Sk
+		f.known[a.Tid] = [2]uint64{a.Sk, a.Socket}
 		var ok bool
 		a.Sock, ok = f.socks[bpf.TCPAsk{Tid: a.Tid, Fd: a.Fd, Ino: a.Ino}]
-		a.Sk = 0
+		a.Sk, a.Socket = 0, 0
 		if ok {
-			a.Sk = a.Ino + 1000
+			a.Sk, a.Socket = a.Ino+1000, a.Ino+2000
 		}
 	}
 	return nil
@@ -53,7 +53,7 @@ func TestTCPRowsFilledInOneBatch(t *testing.T) {
 		{Tid: 10, Fd: 3, Ino: 100}: {State: 1, SrttUs: 250, Retrans: 2, Lost: 1, Cwnd: 10, Unacked: 4, RcvQueue: 7, SndQueue: 9000},
 		{Tid: 12, Fd: 5, Ino: 101}: {State: 8, Cwnd: 10},
 		{Tid: 13, Fd: 7, Ino: 102}: {State: 10, RcvQueue: 3, SndQueue: 4096, Unacked: 3, Cwnd: 10},
-	}, known: map[int32]uint64{}}
+	}, known: map[int32][2]uint64{}}
 	s := r.s
 	s.cfg.TCP = tcp
 	wall := time.Unix(100, 0)
@@ -112,8 +112,8 @@ func TestTCPRowsFilledInOneBatch(t *testing.T) {
 	if got := r.sink.ticks[len(r.sink.ticks)-1]; len(got) != 1 || got[0].TCP.State != "ESTABLISHED" || tcp.asked != 6 {
 		t.Errorf("the batch after a failed read: %+v after %d asks, want ESTABLISHED after 6", got, tcp.asked)
 	}
-	if tcp.known[10] != 1100 {
-		t.Errorf("thread 10's socket asked for again at %d, want where it was found (1100)", tcp.known[10])
+	if tcp.known[10] != [2]uint64{1100, 2100} {
+		t.Errorf("thread 10's socket asked for again at %v, want where it was found ([1100 2100])", tcp.known[10])
 	}
 
 	// Thread 12 now waits on another socket; thread 13's slot holds another thread.
@@ -121,8 +121,8 @@ func TestTCPRowsFilledInOneBatch(t *testing.T) {
 	add(12, &procinfo.TCPSocket{Pid: 10, Tid: 12, Fd: 7, Ino: 102})
 	add(13, &procinfo.TCPSocket{Pid: 10, Tid: 13, Fd: 7, Ino: 102})
 	s.flush(wall)
-	if tcp.known[12] != 0 || tcp.known[13] != 0 {
-		t.Errorf("asked at %d for thread 12's new socket, at %d for thread 13's in a reused slot; want neither (0)", tcp.known[12], tcp.known[13])
+	if tcp.known[12] != [2]uint64{} || tcp.known[13] != [2]uint64{} {
+		t.Errorf("asked at %v for thread 12's new socket, at %v for thread 13's in a reused slot; want neither", tcp.known[12], tcp.known[13])
 	}
 }
 

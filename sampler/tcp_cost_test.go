@@ -76,6 +76,23 @@ type unreadTCP struct{}
 
 func (unreadTCP) Read([]bpf.TCPAsk) error { return nil }
 
+// timedTCP times the reads of next, and keeps the last asks to read them again.
+type timedTCP struct {
+	next  sampler.TCPSource
+	spent time.Duration
+	reads int
+	last  []bpf.TCPAsk
+}
+
+func (t *timedTCP) Read(asks []bpf.TCPAsk) error {
+	start := time.Now()
+	err := t.next.Read(asks)
+	t.spent += time.Since(start)
+	t.reads++
+	t.last = append(t.last[:0], asks...)
+	return err
+}
+
 // tcpCountSink counts a tick's rows in read and those of them with a TCP state, and hands
 // them to the daemon's writer.
 type tcpCountSink struct {
@@ -103,8 +120,10 @@ func (c *tcpCountSink) Write(tick time.Time, rows []state.Sample) error {
 // machine's load weighs on each alike: fd_target off (no tcp_ columns), fd_target on with
 // the rows' sockets found but not read (the tcp_ columns' own cost left out), the tcp_
 // columns read in the kernel (bpf.TCPSockets), and read through sock_diag (the way before,
-// and still on kernels without bpf_task_from_pid). It logs the ratios to the first two; it
-// asserts only that the rows are what is measured (BENCHMARKS.md has the figures).
+// and still on kernels without bpf_task_from_pid). It logs the ratios to the first two, and
+// how long the kernel side's reads took, at the ticks and again at once after the last (its
+// memory then in the CPU's caches); it asserts only that the rows are what is measured
+// (BENCHMARKS.md has the figures).
 func TestTCPColumnsCost(t *testing.T) {
 	if os.Getenv("THREADCAP_TCP_COST") != "1" {
 		t.Skip("a measurement: THREADCAP_TCP_COST=1 runs it")
@@ -145,6 +164,7 @@ func TestTCPColumnsCost(t *testing.T) {
 	}
 	variants := []*variant{{name: "fd_target off"}, {name: "fd_target, tcp_ not read"},
 		{name: "tcp_ in the kernel", withTCP: true}, {name: "tcp_ through sock_diag", withTCP: true}}
+	timed := &timedTCP{next: tcp}
 	for i, v := range variants {
 		cfg := sampler.Config{
 			Interval: 100 * time.Millisecond, Filter: sampler.Filter{All: true, Pids: []int32{pid}},
@@ -155,7 +175,7 @@ func TestTCPColumnsCost(t *testing.T) {
 		case 1:
 			cfg.TCP = unreadTCP{}
 		case 2:
-			cfg.TCP = tcp
+			cfg.TCP = timed
 		}
 		w, err := output.New(output.Config{Dir: t.TempDir(), Compress: output.CompressNone, Clock: time.Now, Log: logrus.NewEntry(log)})
 		if err != nil {
@@ -190,6 +210,16 @@ func TestTCPColumnsCost(t *testing.T) {
 			}
 		}
 	}
+	atTicks := timed.spent / time.Duration(timed.reads)
+	if err := tcp.Read(timed.last); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := tcp.Read(timed.last); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the kernel side's read of %d sockets: %.3f ms at a tick, %.3f ms again at once",
+		len(timed.last), float64(atTicks)/1e6, float64(time.Since(start))/1e6)
 	off, untouched := variants[0].cpu, variants[1].cpu
 	for _, v := range variants {
 		perTick := v.cpu / (rounds - warmup)
