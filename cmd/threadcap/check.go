@@ -38,7 +38,7 @@ func checkCommand(args []string) int {
 func runChecks(cfg *config.Config) []checkResult {
 	missing, err := bpf.Missing(cfg.Tracker().Syscalls)
 	results := []checkResult{checkKernel(missing, err), checkBTF(), checkFeatures(missing, err), checkCaps(),
-		checkLoad(cfg), checkDir(cfg.Dir), checkSpace(cfg)}
+		checkPIDNamespace("/proc"), checkLoad(cfg), checkDir(cfg.Dir), checkSpace(cfg)}
 	if cfg.Syscalls == bpf.SyscallsTick {
 		results = append(results, checkSchedstats("/proc"))
 	}

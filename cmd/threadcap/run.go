@@ -80,6 +80,13 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 	if err := requireCapabilities(); err != nil {
 		return err
 	}
+	// Warned of, not refused: its rows are wrong there, but not the rest of what it does
+	// (the unit's life, the files, a clean stop), which a container that cannot share the
+	// host's PID namespace (systemd-nspawn's) may run it to try. When /proc cannot say,
+	// `threadcap check` does.
+	if why, _ := ownPIDNamespace("/proc"); why != "" {
+		log.Warn(why + "; " + pidNamespaceFix)
+	}
 	metricsServer, err := listenMetrics(&cfg)
 	if err != nil {
 		return err

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/threadcap/threadcap/test/daemontest"
 	"github.com/threadcap/threadcap/test/privileged"
 )
 
@@ -29,7 +31,7 @@ func asNobody(cmd *exec.Cmd, caps ...uintptr) *exec.Cmd {
 }
 
 // checkLine is one check's result line; a fix line follows each FAIL line.
-var checkLine = regexp.MustCompile(`(?m)^(OK|FAIL)\s+(kernel|BTF|features|capabilities|bpf programs|data dir|free space)\s`)
+var checkLine = regexp.MustCompile(`(?m)^(OK|FAIL)\s+(kernel|BTF|features|capabilities|pid namespace|bpf programs|data dir|free space)\s`)
 
 func checkResults(t *testing.T, out string) map[string]string {
 	t.Helper()
@@ -37,8 +39,8 @@ func checkResults(t *testing.T, out string) map[string]string {
 	for _, m := range checkLine.FindAllStringSubmatch(out, -1) {
 		results[m[2]] = m[1]
 	}
-	if len(results) != 7 {
-		t.Errorf("%d check lines, want 7:\n%s", len(results), out)
+	if len(results) != 8 {
+		t.Errorf("%d check lines, want 8:\n%s", len(results), out)
 	}
 	return results
 }
@@ -86,5 +88,45 @@ func TestCapabilities(t *testing.T) {
 	}
 	if !strings.Contains(out, "without CAP_SYS_PTRACE") {
 		t.Errorf("check does not say what is lost without CAP_SYS_PTRACE:\n%s", out)
+	}
+}
+
+// TestOwnPIDNamespace runs threadcap in a PID namespace of its own, whose /proc does not
+// show the machine's thread ids the kernel side records: check fails saying so and what to
+// do, and run warns of it as it starts.
+func TestOwnPIDNamespace(t *testing.T) {
+	privileged.Require(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	inOwn := func(cmd *exec.Cmd) *exec.Cmd {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+		return cmd
+	}
+	code, out := exitCode(t, inOwn(exec.Command(binary, "check", "--config", "", "--dir", dir)))
+	results := checkResults(t, out)
+	for name, result := range results {
+		if want := map[bool]string{true: "FAIL", false: "OK"}[name == "pid namespace"]; result != want {
+			t.Errorf("%s: %s, want %s", name, result, want)
+		}
+	}
+	if code != 1 || !strings.Contains(out, "runs in a PID namespace of its own") ||
+		!strings.Contains(out, "fix: run threadcap in the machine's PID namespace") {
+		t.Errorf("check in a PID namespace of its own: exit %d, want 1 and what to do:\n%s", code, out)
+	}
+
+	var log daemontest.SyncBuffer
+	run := inOwn(exec.Command(binary, "run", "--config", "", "--dir", dir, "--hz", "1"))
+	run.Stdout, run.Stderr = &log, &log
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Wait()
+	defer run.Process.Signal(syscall.SIGTERM)
+	for deadline := time.Now().Add(patience); !strings.Contains(log.String(), "started hour file"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("run did not start within %v:\n%s", patience, log.String())
+		}
+	}
+	if !strings.Contains(log.String(), "runs in a PID namespace of its own") || !strings.Contains(log.String(), "hostPID: true") {
+		t.Errorf("run in a PID namespace of its own does not warn of it:\n%s", log.String())
 	}
 }
