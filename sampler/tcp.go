@@ -30,9 +30,9 @@ type tcpBatch struct {
 // noSlot is the slot of a row that has no record, hence no snapshot.
 const noSlot = ^uint32(0)
 
-// knownSock is where the kernel side last found the sock of a thread's socket: asked for
+// knownSock is where the kernel side last found a thread's socket and its sock: asked for
 // again, the same socket is read from there, without walking to it from the descriptor
-// (the kernel side checks that it still is that socket's sock). A snapshot keeps it.
+// (the kernel side checks that the sock still is that socket's). A snapshot keeps it.
 type knownSock struct {
 	fd     int32
 	ino    uint64
