@@ -45,6 +45,7 @@ func configureSpans(spec *ebpf.CollectionSpec, cfg Config) error {
 	}
 	if len(cfg.Spans) == 0 {
 		delete(spec.Programs, threadcapProgOnSpanProbe)
+		delete(spec.Programs, threadcapProgOnExitSpans)
 		return nil
 	}
 	threads := cfg.SpanThreads

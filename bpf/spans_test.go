@@ -147,65 +147,120 @@ func TestShortSpansAreOnCPU(t *testing.T) {
 
 // TestOpenSpansAndExitInside reads a thread's open spans while it sleeps in a call (the
 // USDT probe's arguments captured, the function's span nested inside), then kills it
-// there: its open spans leave nothing behind.
+// there: its open spans leave nothing behind, in the modes with hooks, where its last
+// switch forgets them, and in the hook-free mode, where its exit does.
 func TestOpenSpansAndExitInside(t *testing.T) {
 	privileged.Require(t)
 	bin := workload.SpanWork(t)
-	tr := openTracker(t, Config{Spans: spanworkProbes(t, bin)})
-	cmd := exec.Command(bin, "1", "1", "60000")
-	if err := cmd.Start(); err != nil {
+	for _, mode := range []SyscallMode{SyscallsFull, SyscallsTick} {
+		t.Run(string(mode), func(t *testing.T) {
+			tr := openTracker(t, Config{Syscalls: mode, Spans: spanworkProbes(t, bin)})
+			cmd := exec.Command(bin, "1", "1", "60000")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			pid := uint32(cmd.Process.Pid)
+			var got *SpanThread
+			for deadline := time.Now().Add(5 * time.Second); got == nil && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+				if err := tr.SpanThreads(0, func(th *SpanThread) {
+					if th.Tid == pid && len(th.Frames) == 2 {
+						c := *th
+						c.Frames = append([]SpanFrame(nil), th.Frames...)
+						got = &c
+					}
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got == nil {
+				t.Fatal("spanwork's two open spans never showed")
+			}
+			call, work := got.Frames[0], got.Frames[1]
+			if call.Span != 0 || call.Text != "spanwork call" || call.Int != 0 || work.Span != 1 || work.StartNs < call.StartNs {
+				t.Errorf("open spans %+v, want call (0, \"spanwork call\", 0) then work (1) inside it", got.Frames)
+			}
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			_ = cmd.Wait()
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				left := 0
+				_ = tr.SpanThreads(0, func(th *SpanThread) {
+					if th.Tid == pid {
+						left++
+					}
+				})
+				if left == 0 {
+					if n := spanEntries(t, tr); n != 0 {
+						t.Errorf("span_threads holds %d entries after the only thread with spans exited", n)
+					}
+					stats, _ := tr.SpanStats(2)
+					if stats[0].Count != 0 || stats[1].Count != 0 {
+						t.Errorf("spans that never ended were counted: %+v", stats)
+					}
+					return
+				}
+			}
+			t.Error("the killed thread's open spans are still there")
+		})
+	}
+}
+
+// spanEntries counts the threads the kernel side keeps spans for.
+func spanEntries(t *testing.T, tr *Tracker) int {
+	t.Helper()
+	var key uint32
+	var v threadcapTcSpanThread
+	it := tr.coll.Maps[threadcapMapSpanThreads].Iterate()
+	n := 0
+	for it.Next(&key, &v) {
+		n++
+	}
+	if err := it.Err(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	pid := uint32(cmd.Process.Pid)
-	var got *SpanThread
-	for deadline := time.Now().Add(5 * time.Second); got == nil && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		if err := tr.SpanThreads(0, func(th *SpanThread) {
-			if th.Tid == pid && len(th.Frames) == 2 {
-				c := *th
-				c.Frames = append([]SpanFrame(nil), th.Frames...)
-				got = &c
+	return n
+}
+
+// TestThreadsWithSpansComeAndGo runs, one after another, five times as many short-lived
+// processes opening spans as the kernel side has room for threads with spans, as a
+// database's backends come and go with its connections: every span of every one is
+// kept and counted, and none is left when they are gone, in every mode. (The hook-free
+// mode once kept the spans of every thread that had exited: the map was full after the
+// first eight, and no span was kept after.)
+func TestThreadsWithSpansComeAndGo(t *testing.T) {
+	privileged.Require(t)
+	bin := workload.SpanWork(t)
+	const room, processes, calls = 8, 40, 3
+	for _, mode := range []SyscallMode{SyscallsFull, SyscallsPassive, SyscallsTick} {
+		t.Run(string(mode), func(t *testing.T) {
+			tr := openTracker(t, Config{Syscalls: mode, Spans: spanworkProbes(t, bin), SpanThreads: room})
+			for range processes {
+				if out, err := exec.Command(bin, strconv.Itoa(calls), "0", "0").CombinedOutput(); err != nil {
+					t.Fatalf("spanwork: %v\n%s", err, out)
+				}
 			}
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got == nil {
-		t.Fatal("spanwork's two open spans never showed")
-	}
-	call, work := got.Frames[0], got.Frames[1]
-	if call.Span != 0 || call.Text != "spanwork call" || call.Int != 0 || work.Span != 1 || work.StartNs < call.StartNs {
-		t.Errorf("open spans %+v, want call (0, \"spanwork call\", 0) then work (1) inside it", got.Frames)
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		left := 0
-		_ = tr.SpanThreads(0, func(th *SpanThread) {
-			if th.Tid == pid {
-				left++
+			c, err := tr.SpanCounters()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stats, err := tr.SpanStats(2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.NoRoom != 0 || c.Unmatched != 0 || c.MissedEnds != 0 {
+				t.Errorf("after %d processes of %d calls, with room for %d threads: %+v; want no loss", processes, calls, room, c)
+			}
+			for id, s := range stats {
+				if s.Count != processes*calls {
+					t.Errorf("span %d ended %d times; want %d", id, s.Count, processes*calls)
+				}
+			}
+			if n := spanEntries(t, tr); n != 0 {
+				t.Errorf("span_threads holds %d entries after every thread with spans exited", n)
 			}
 		})
-		if left == 0 {
-			var key uint32
-			var v threadcapTcSpanThread
-			it := tr.coll.Maps[threadcapMapSpanThreads].Iterate()
-			entries := 0
-			for it.Next(&key, &v) {
-				entries++
-			}
-			if entries != 0 {
-				t.Errorf("span_threads holds %d entries after the only thread with spans exited", entries)
-			}
-			stats, _ := tr.SpanStats(2)
-			if stats[0].Count != 0 || stats[1].Count != 0 {
-				t.Errorf("spans that never ended were counted: %+v", stats)
-			}
-			return
-		}
 	}
-	t.Error("the killed thread's open spans are still there")
 }
 
 // TestSpansUnderCPUStarvation: with more spinners than CPUs beside it, a call waits for a

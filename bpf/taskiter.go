@@ -226,12 +226,13 @@ func (t *Tracker) Iterate(mono uint64) (time.Duration, error) {
 func (t *Tracker) HookFree() bool { return t.iter != nil }
 
 // hookFree drops every hook program of the tracker's object: in the hook-free mode only
-// its maps are loaded, which the iterator writes and the sampler reads, and the span
-// probes' program, which reads the kernel's own counts of the thread (threadcap.bpf.c's
-// hook_free; with schedstats, its sleeps too).
+// its maps are loaded, which the iterator writes and the sampler reads, and with spans the
+// span probes' program, which reads the kernel's own counts of the thread (threadcap.bpf.c's
+// hook_free; with schedstats, its sleeps too), and the one that forgets a thread's spans
+// at its exit (on_exit_spans).
 func hookFree(spec *ebpf.CollectionSpec) error {
 	for name, p := range spec.Programs {
-		if p.Type == ebpf.Tracing {
+		if p.Type == ebpf.Tracing && name != threadcapProgOnExitSpans {
 			delete(spec.Programs, name)
 		}
 	}

@@ -415,10 +415,10 @@ func sleepCounts(t *testing.T, pid int) (sleep, block uint64) {
 }
 
 // hooksOf lists the links attached in the whole kernel whose programs use the tracker's
-// records map: the tracker's own, by program name and link type.
-func hooksOf(t *testing.T, tr *Tracker) map[string]link.Type {
+// map of that name (its records: the tracker's own), by program name and link type.
+func hooksOf(t *testing.T, tr *Tracker, mapName string) map[string]link.Type {
 	t.Helper()
-	info, err := tr.coll.Maps[threadcapMapRecords].Info()
+	info, err := tr.coll.Maps[mapName].Info()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +456,7 @@ func hooksOf(t *testing.T, tr *Tracker) map[string]link.Type {
 // passive mode, so it would see them.
 func TestTickModeAttachesNoHook(t *testing.T) {
 	tick := openTracker(t, Config{Syscalls: SyscallsTick})
-	hooks := hooksOf(t, tick)
+	hooks := hooksOf(t, tick, threadcapMapRecords)
 	t.Logf("hook-free mode's links: %v", hooks)
 	// The pass is one call from Linux 6.8 on, one per task before (taskiter.bpf.c).
 	pass := "read_tasks"
@@ -469,11 +469,26 @@ func TestTickModeAttachesNoHook(t *testing.T) {
 		t.Errorf("links of the hook-free mode: %v; want only %s, an iterator", hooks, pass)
 	}
 	passive := openTracker(t, Config{Syscalls: SyscallsPassive})
-	hooks = hooksOf(t, passive)
+	hooks = hooksOf(t, passive, threadcapMapRecords)
 	t.Logf("passive mode's links: %v", hooks)
 	for _, name := range []string{"on_switch", "on_wakeup", "on_idle", "on_timer"} {
 		if typ, ok := hooks[name]; !ok || typ == link.IterType {
 			t.Errorf("the listing does not find passive mode's %s: %v", name, hooks)
+		}
+	}
+	// With spans: their probes and, in the hook-free mode only, the thread exit that
+	// forgets a thread's spans (the other modes do at its last switch).
+	bin := workload.SpanWork(t)
+	for _, mode := range []SyscallMode{SyscallsTick, SyscallsFull} {
+		tr := openTracker(t, Config{Syscalls: mode, Spans: spanworkProbes(t, bin)})
+		hooks := hooksOf(t, tr, threadcapMapSpanThreads)
+		t.Logf("%s mode's links with spans: %v", mode, hooks)
+		_, exit := hooks["on_exit_spans"]
+		if _, probes := hooks["on_span_probe"]; !probes || exit != (mode == SyscallsTick) {
+			t.Errorf("%s mode's links with spans: %v; want on_span_probe's, and on_exit_spans in the hook-free mode only", mode, hooks)
+		}
+		if mode == SyscallsTick && len(hooks) != 2 {
+			t.Errorf("the hook-free mode's links with spans: %v; want on_span_probe's and on_exit_spans only", hooks)
 		}
 	}
 }

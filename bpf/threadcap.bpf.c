@@ -1157,6 +1157,21 @@ static __always_inline void spans_exit(struct task_struct *task)
 }
 
 /*
+ * The hook-free mode's thread exit, with spans only (the loader drops it otherwise, and in
+ * the other modes, where the thread's last switch forgets its spans). Without it every
+ * thread that ever opened a span would keep its entry: where threads come and go (a
+ * database's backend per connection) the map is full after DefaultSpanThreads of them,
+ * and then no thread opens a span again. It runs once per thread, at its exit: on no path
+ * a running thread takes again and again.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit_spans, struct task_struct *p)
+{
+	spans_exit(p);
+	return 0;
+}
+
+/*
  * Only the thread itself writes its open spans, in its probe program, which nothing on
  * its CPU interrupts with another write of them: seq is a plain count, odd while a write
  * is in progress, for user space to tell a copy taken mid-write (see bpf/spans.go). The

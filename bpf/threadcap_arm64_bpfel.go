@@ -180,6 +180,7 @@ const (
 	threadcapMapTickKstacks     = "tick_kstacks"
 	threadcapMapTimerExec       = "timer_exec"
 	threadcapProgOnExec         = "on_exec"
+	threadcapProgOnExitSpans    = "on_exit_spans"
 	threadcapProgOnIdle         = "on_idle"
 	threadcapProgOnRename       = "on_rename"
 	threadcapProgOnSpanProbe    = "on_span_probe"
@@ -246,6 +247,7 @@ type threadcapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type threadcapProgramSpecs struct {
 	OnExec       *ebpf.ProgramSpec `ebpf:"on_exec"`
+	OnExitSpans  *ebpf.ProgramSpec `ebpf:"on_exit_spans"`
 	OnIdle       *ebpf.ProgramSpec `ebpf:"on_idle"`
 	OnRename     *ebpf.ProgramSpec `ebpf:"on_rename"`
 	OnSpanProbe  *ebpf.ProgramSpec `ebpf:"on_span_probe"`
@@ -369,6 +371,7 @@ type threadcapVariables struct {
 // It can be passed to loadThreadcapObjects or ebpf.CollectionSpec.LoadAndAssign.
 type threadcapPrograms struct {
 	OnExec       *ebpf.Program `ebpf:"on_exec"`
+	OnExitSpans  *ebpf.Program `ebpf:"on_exit_spans"`
 	OnIdle       *ebpf.Program `ebpf:"on_idle"`
 	OnRename     *ebpf.Program `ebpf:"on_rename"`
 	OnSpanProbe  *ebpf.Program `ebpf:"on_span_probe"`
@@ -384,6 +387,7 @@ type threadcapPrograms struct {
 func (p *threadcapPrograms) Close() error {
 	return _ThreadcapClose(
 		p.OnExec,
+		p.OnExitSpans,
 		p.OnIdle,
 		p.OnRename,
 		p.OnSpanProbe,

@@ -219,10 +219,12 @@ func configure(spec *ebpf.CollectionSpec, cfg Config, deferred bool) error {
 	passive := uint8(0)
 	switch cfg.Syscalls {
 	case SyscallsFull:
+		delete(spec.Programs, threadcapProgOnExitSpans)
 	case SyscallsPassive:
 		passive = 1
 		delete(spec.Programs, threadcapProgOnSysEnter)
 		delete(spec.Programs, threadcapProgOnSysExit)
+		delete(spec.Programs, threadcapProgOnExitSpans)
 	case SyscallsTick:
 		if err := hookFree(spec); err != nil {
 			return err
