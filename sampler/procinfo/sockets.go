@@ -3,20 +3,31 @@
 package procinfo
 
 import (
+	"encoding/binary"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
 )
 
 // tcpListen is the TCP_LISTEN state in /proc/net/tcp.
 const tcpListen = 10
 
-// socketTables describes sockets by inode from the /proc/net tables of each network
-// namespace. The tables can be long (every connection of the namespace), so a namespace's
-// are read only when a socket not seen before turns up, at most once per tick.
+// socketTables describes sockets by inode, a network namespace's at a time: its TCP and
+// UDP sockets from sock_diag, its unix sockets from /proc/net/unix. The tables can be long
+// (every connection of the namespace), so a namespace's are read only when a socket not
+// seen before turns up, at most once per tick.
+//
+// sock_diag leaves out TCP sockets in TIME_WAIT (and NEW_SYN_RECV), which have no inode and
+// no descriptor, without formatting them: on a machine whose clients connect and
+// disconnect (a database without a pooler), those are most of the namespace's TCP
+// sockets, and /proc/net/tcp, which lists them all, cost the sampler a fifth of a CPU at
+// 10 Hz (BENCHMARKS.md). /proc/net/tcp, tcp6, udp and udp6 remain for a namespace where
+// sock_diag cannot be asked.
 type socketTables struct {
 	procRoot string
 	byNetns  map[string]*socketTable
@@ -25,6 +36,7 @@ type socketTables struct {
 type socketTable struct {
 	tick  uint64 // when it was read
 	byIno map[uint64]string
+	diag  diagConn // opened at the table's first read
 }
 
 func newSocketTables(procRoot string) *socketTables {
@@ -46,9 +58,13 @@ func (s *socketTables) describe(pid int32, ino, tick uint64, fallback string) st
 			return d
 		}
 	}
-	if t == nil || t.tick != tick {
-		t = readSocketTable(proc, tick)
+	if t == nil {
+		t = &socketTable{byIno: map[uint64]string{}}
+		t.diag = openDiag(diagSocketIn(filepath.Join(proc, "ns", "net")))
 		s.byNetns[netns] = t
+		t.read(proc, tick)
+	} else if t.tick != tick {
+		t.read(proc, tick)
 	}
 	if d, ok := t.byIno[ino]; ok {
 		return d
@@ -61,18 +77,90 @@ func (s *socketTables) describe(pid int32, ino, tick uint64, fallback string) st
 func (s *socketTables) expire(tick uint64) {
 	for netns, t := range s.byNetns {
 		if tick-t.tick > 1000 {
+			t.diag.close()
 			delete(s.byNetns, netns)
 		}
 	}
 }
 
-// readSocketTable reads the socket tables of the network namespace of process dir proc.
-// A table that cannot be read (no IPv6, say) just describes no socket.
-func readSocketTable(proc string, tick uint64) *socketTable {
-	t := &socketTable{tick: tick, byIno: map[uint64]string{}}
+// read reads the socket tables of the network namespace of process dir proc. A table
+// that cannot be read (no IPv6, say) just describes no socket.
+func (t *socketTable) read(proc string, tick uint64) {
+	t.tick = tick
+	clear(t.byIno)
+	if t.diag.openErr != nil || t.readDiag() != nil {
+		t.readProc(proc)
+	}
+	if fs, err := procfs.NewFS(proc); err == nil {
+		if unix, err := fs.NetUNIX(); err == nil {
+			for _, l := range unix.Rows {
+				d := "unix"
+				if l.Path != "" {
+					d += " " + l.Path
+				}
+				t.byIno[l.Inode] = d
+			}
+		}
+	}
+}
+
+// readDiag describes the namespace's TCP and UDP sockets, IPv4 and IPv6, from sock_diag;
+// it fails when no TCP socket could be told (a family the kernel does not have, or UDP's
+// module missing, leaves the others).
+func (t *socketTable) readDiag() error {
+	var tcpErr error
+	for _, p := range []struct {
+		name     string
+		family   uint8
+		protocol uint8
+		states   uint32
+	}{
+		{"tcp", unix.AF_INET, unix.IPPROTO_TCP, tcpStatesNoTimeWait},
+		{"tcp6", unix.AF_INET6, unix.IPPROTO_TCP, tcpStatesNoTimeWait},
+		{"udp", unix.AF_INET, unix.IPPROTO_UDP, ^uint32(0)},
+		{"udp6", unix.AF_INET6, unix.IPPROTO_UDP, ^uint32(0)},
+	} {
+		err := t.diag.dumpSockets(p.family, p.protocol, 0, p.states, func(msg []byte) {
+			if ino, d, ok := describeDiagMsg(p.name, msg); ok {
+				t.byIno[ino] = d
+			}
+		})
+		if err != nil && p.protocol == unix.IPPROTO_TCP {
+			tcpErr = errors.Join(tcpErr, err)
+		}
+	}
+	if tcpErr != nil && len(t.byIno) == 0 {
+		return tcpErr
+	}
+	return nil
+}
+
+// describeDiagMsg describes the socket of one inet_diag_msg as addIP does a line of
+// /proc/net/tcp: its inode, and proto local->remote, or the local address alone for a
+// listening or unconnected socket.
+func describeDiagMsg(proto string, msg []byte) (uint64, string, bool) {
+	if len(msg) < sizeofInetDiagMsg {
+		return 0, "", false
+	}
+	n := net.IPv4len
+	if msg[0] == unix.AF_INET6 {
+		n = net.IPv6len
+	}
+	// inet_diag_sockid at 4: the ports (big-endian), then the addresses, 16 bytes each.
+	lport, rport := binary.BigEndian.Uint16(msg[4:]), binary.BigEndian.Uint16(msg[6:])
+	local, remote := net.IP(msg[8:8+n]), net.IP(msg[24:24+n])
+	d := proto + " " + net.JoinHostPort(local.String(), strconv.Itoa(int(lport)))
+	if rport != 0 && !(proto[:3] == "tcp" && msg[1] == tcpListen) {
+		d += "->" + net.JoinHostPort(remote.String(), strconv.Itoa(int(rport)))
+	}
+	return uint64(nativeEndian.Uint32(msg[68:])), d, true
+}
+
+// readProc describes the namespace's TCP and UDP sockets from its /proc/net tables.
+func (t *socketTable) readProc(proc string) {
 	fs, err := procfs.NewFS(proc)
 	if err != nil {
-		return t
+		return
 	}
 	// UDP tables have the TCP layout; procfs types them apart only by name.
 	tcp, _ := fs.NetTCP()
@@ -83,16 +171,6 @@ func readSocketTable(proc string, tick uint64) *socketTable {
 	t.addIP("tcp6", tcp6)
 	t.addIP("udp", procfs.NetTCP(udp))
 	t.addIP("udp6", procfs.NetTCP(udp6))
-	if unix, err := fs.NetUNIX(); err == nil {
-		for _, l := range unix.Rows {
-			d := "unix"
-			if l.Path != "" {
-				d += " " + l.Path
-			}
-			t.byIno[l.Inode] = d
-		}
-	}
-	return t
 }
 
 // addIP describes each socket of a TCP or UDP table: local->remote, or just the local

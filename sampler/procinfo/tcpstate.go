@@ -3,11 +3,8 @@
 package procinfo
 
 import (
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,14 +33,11 @@ type TCPStates struct {
 // netnsSockets are one network namespace's: a sock_diag socket opened in it, and the
 // tick's dump.
 type netnsSockets struct {
-	fd      int
-	dumped  time.Time // the tick byIno is of; zero when not dumped at this one
-	byIno   map[uint32]state.TCPInfo
-	used    time.Time
-	seq     uint32
-	failed  bool // the dump failed at this tick: not tried again until the next
-	openErr error
-	buf     []byte // for answers
+	diagConn
+	dumped time.Time // the tick byIno is of; zero when not dumped at this one
+	byIno  map[uint32]state.TCPInfo
+	used   time.Time
+	failed bool // the dump failed at this tick: not tried again until the next
 	// For asking for sockets one by one (see lookup): the tick and how many may still be
 	// asked for at it, how many rows asked at it, and the sockets at the last dump.
 	exactTick            time.Time
@@ -104,11 +98,11 @@ func (c *TCPStates) socket(pid int32, ino uint64, target string, tick time.Time)
 	}
 	ns := c.byNetns[netns]
 	if ns == nil {
-		ns = &netnsSockets{fd: -1}
+		ns = &netnsSockets{}
 		if netns == c.selfNetns {
-			ns.fd, ns.openErr = diagSocket()
+			ns.diagConn = openDiag(diagSocket())
 		} else {
-			ns.fd, ns.openErr = diagSocketIn(nsPath)
+			ns.diagConn = openDiag(diagSocketIn(nsPath))
 		}
 		c.byNetns[netns] = ns
 	}
@@ -152,85 +146,6 @@ func (c *TCPStates) Close() {
 	}
 }
 
-func (ns *netnsSockets) close() {
-	if ns.fd >= 0 {
-		unix.Close(ns.fd)
-		ns.fd = -1
-	}
-}
-
-// diagSocket opens a sock_diag netlink socket in the calling thread's network namespace.
-// A dump that does not answer within a second is an error, not a stuck sampler.
-func diagSocket() (int, error) {
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
-	if err != nil {
-		return -1, fmt.Errorf("opening a sock_diag socket: %w", err)
-	}
-	tv := unix.Timeval{Sec: 1}
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
-}
-
-// diagSocketIn opens a sock_diag socket in the network namespace at nsPath: a socket
-// stays in the namespace it was made in. The thread that makes it enters the namespace and
-// comes back to its own before Go may run anything else on it; a thread that cannot come
-// back stays locked, and Go ends it with its goroutine (the main thread it wedges instead,
-// which is why the thread must come back rather than just end).
-func diagSocketIn(nsPath string) (int, error) {
-	type result struct {
-		fd  int
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		own, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{-1, err}
-			return
-		}
-		defer unix.Close(own)
-		nsFd, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{-1, err}
-			return
-		}
-		defer unix.Close(nsFd)
-		if err := unix.Setns(nsFd, unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			done <- result{-1, fmt.Errorf("entering network namespace %s: %w", nsPath, err)}
-			return
-		}
-		fd, err := diagSocket()
-		if unix.Setns(own, unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-		done <- result{fd, err}
-	}()
-	r := <-done
-	return r.fd, r.err
-}
-
-// sock_diag's structures (linux/inet_diag.h, linux/sock_diag.h), which x/sys/unix has
-// the constants but not the types of.
-const (
-	sizeofNlMsghdr      = 16
-	sizeofInetDiagReq   = 56 // inet_diag_req_v2
-	sizeofInetDiagMsg   = 72 // inet_diag_msg
-	inetDiagInfo        = 2  // INET_DIAG_INFO: the tcp_info attribute
-	sizeofRtAttr        = 4
-	tcpStatesNoTimeWait = ^uint32(0) &^ (1<<6 | 1<<12) // TIME_WAIT and NEW_SYN_RECV have no inode
-)
-
 // tcpStateNames are the kernel's names of TCP states (include/net/tcp_states.h).
 var tcpStateNames = [...]string{1: "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2",
 	"TIME_WAIT", "CLOSE", "CLOSE_WAIT", "LAST_ACK", "LISTEN", "CLOSING", "NEW_SYN_RECV"}
@@ -259,59 +174,12 @@ func (ns *netnsSockets) dump() error {
 	return nil
 }
 
-var errTruncated = errors.New("sock_diag answer cut short")
-
 func (ns *netnsSockets) dumpFamily(family uint8) error {
-	ns.seq++
-	var req [sizeofNlMsghdr + sizeofInetDiagReq]byte
-	ne := nativeEndian
-	ne.PutUint32(req[0:], uint32(len(req)))
-	ne.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
-	ne.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
-	ne.PutUint32(req[8:], ns.seq)
-	r := req[sizeofNlMsghdr:]
-	r[0], r[1], r[2] = family, unix.IPPROTO_TCP, 1<<(inetDiagInfo-1)
-	ne.PutUint32(r[4:], tcpStatesNoTimeWait)
-	if err := unix.Sendto(ns.fd, req[:], 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return fmt.Errorf("asking sock_diag: %w", err)
-	}
-	if ns.buf == nil {
-		ns.buf = make([]byte, 64<<10)
-	}
-	buf := ns.buf
-	for {
-		n, _, err := unix.Recvfrom(ns.fd, buf, 0)
-		if err != nil {
-			return fmt.Errorf("reading sock_diag: %w", err)
+	return ns.dumpSockets(family, unix.IPPROTO_TCP, 1<<(inetDiagInfo-1), tcpStatesNoTimeWait, func(msg []byte) {
+		if ino, info, ok := parseDiagMsg(msg); ok {
+			ns.byIno[ino] = info
 		}
-		for b := buf[:n]; len(b) >= sizeofNlMsghdr; {
-			l := int(ne.Uint32(b[0:]))
-			if l < sizeofNlMsghdr || l > len(b) {
-				return errTruncated
-			}
-			typ, seq := ne.Uint16(b[4:]), ne.Uint32(b[8:])
-			msg := b[sizeofNlMsghdr:l]
-			b = b[min(nlmAlign(l), len(b)):]
-			if seq != ns.seq {
-				continue // the rest of an earlier, failed dump
-			}
-			switch typ {
-			case unix.NLMSG_DONE:
-				return nil
-			case unix.NLMSG_ERROR:
-				if len(msg) >= 4 {
-					if e := int32(ne.Uint32(msg)); e != 0 {
-						return fmt.Errorf("sock_diag: %w", syscall.Errno(-e))
-					}
-				}
-				return nil
-			case unix.SOCK_DIAG_BY_FAMILY:
-				if ino, info, ok := parseDiagMsg(msg); ok {
-					ns.byIno[ino] = info
-				}
-			}
-		}
-	}
+	})
 }
 
 // parseDiagMsg reads one inet_diag_msg and its tcp_info: the socket's inode and state.
@@ -359,8 +227,6 @@ func fillTCPInfo(info *state.TCPInfo, b []byte) {
 	info.Cwnd, info.Retrans = u32(tcpiSndCwnd), u32(tcpiTotalRetrans)
 }
 
-func nlmAlign(l int) int { return (l + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALIGNTO - 1) }
-
 // tcpInode is the inode of descriptor fd of process pid when Target named it target, a
 // TCP socket; false otherwise.
 func (c *FdTargets) tcpInode(pid int32, fd uint64, target string) (uint64, bool) {
@@ -373,6 +239,3 @@ func (c *FdTargets) tcpInode(pid int32, fd uint64, target string) (uint64, bool)
 	}
 	return e.ino, true
 }
-
-// nativeEndian is netlink's byte order: the host's.
-var nativeEndian = binary.NativeEndian
