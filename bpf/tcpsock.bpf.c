@@ -65,9 +65,22 @@ struct files_struct___tc {
 struct task_struct___tc {
 	struct files_struct___tc *files;
 };
+struct in6_addr___tc {
+	union {
+		__u8 u6_addr8[16];
+	} in6_u;
+};
+/* The addresses and ports sit in anonymous unions of the kernel's struct, which CO-RE
+ * finds by name. */
 struct sock_common___tc {
+	__be32 skc_daddr;
+	__be32 skc_rcv_saddr;
+	__be16 skc_dport;
+	__u16 skc_num;
 	unsigned short skc_family;
 	unsigned char skc_state;
+	struct in6_addr___tc skc_v6_daddr;
+	struct in6_addr___tc skc_v6_rcv_saddr;
 };
 struct socket___tc;
 struct sock___tc {
@@ -115,7 +128,13 @@ struct tc_tcp_sock {
 	__u32 cwnd;
 	__u32 unacked;
 	__u8 state; /* include/net/tcp_states.h */
-	__u8 pad[3];
+	__u8 family; /* AF_INET or AF_INET6 */
+	__u16 local_port;
+	__u16 remote_port; /* 0: none (a listener) */
+	__u8 pad[6];
+	/* Network byte order; IPv4 in the first 4 bytes. */
+	__u8 local[16];
+	__u8 remote[16];
 };
 
 /* One question and, after the run, its answer. */
@@ -217,7 +236,8 @@ static struct sock___tc *tcp_of(struct sock___tc *sk)
 /*
  * read_tcp fills out as tcp_diag_get_info (the queues) and tcp_get_info (the rest) do:
  * a listener's queues are its accept queue and backlog, its unacked the connections
- * waiting to be accepted, and of the rest only the congestion window.
+ * waiting to be accepted, and of the rest only the congestion window. The addresses are
+ * those /proc/net/tcp shows (which name the socket in fd_target).
  */
 static void read_tcp(struct sock___tc *sk, struct tc_tcp_sock *out)
 {
@@ -238,6 +258,16 @@ static void read_tcp(struct sock___tc *sk, struct tc_tcp_sock *out)
 		out->unacked = tp->packets_out;
 	}
 	out->state = state;
+	out->family = sk->__sk_common.skc_family;
+	out->local_port = sk->__sk_common.skc_num;
+	out->remote_port = __builtin_bswap16(sk->__sk_common.skc_dport);
+	if (out->family == AF_INET6 && bpf_core_field_exists(sk->__sk_common.skc_v6_daddr)) {
+		bpf_probe_read_kernel(out->local, 16, &sk->__sk_common.skc_v6_rcv_saddr);
+		bpf_probe_read_kernel(out->remote, 16, &sk->__sk_common.skc_v6_daddr);
+	} else {
+		__builtin_memcpy(out->local, &(__be32){sk->__sk_common.skc_rcv_saddr}, 4);
+		__builtin_memcpy(out->remote, &(__be32){sk->__sk_common.skc_daddr}, 4);
+	}
 }
 
 ASK_ITERATOR(struct tc_tcp_ask, answer, bpf_task_from_pid && bpf_task_release && bpf_rdonly_cast)

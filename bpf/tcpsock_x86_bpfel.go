@@ -24,16 +24,21 @@ type tcpsockTcTcpAsk struct {
 }
 
 type tcpsockTcTcpSock struct {
-	_        structs.HostLayout
-	RcvQueue uint32
-	SndQueue uint32
-	SrttUs   uint32
-	Retrans  uint32
-	Lost     uint32
-	Cwnd     uint32
-	Unacked  uint32
-	State    uint8
-	Pad      [3]uint8
+	_          structs.HostLayout
+	RcvQueue   uint32
+	SndQueue   uint32
+	SrttUs     uint32
+	Retrans    uint32
+	Lost       uint32
+	Cwnd       uint32
+	Unacked    uint32
+	State      uint8
+	Family     uint8
+	LocalPort  uint16
+	RemotePort uint16
+	Pad        [6]uint8
+	Local      [16]uint8
+	Remote     [16]uint8
 }
 
 // Names of all BPF objects in the ELF.

@@ -101,6 +101,9 @@ type Config struct {
 	// asks sock_diag instead, in each socket's network namespace (a kernel without
 	// bpf_task_from_pid: bpf.ErrNoTCPSockets). Unused with NoFdTarget.
 	TCP TCPSource
+	// TCPNames names TCP sockets in fd_target through TCP too, which reads the socket a
+	// descriptor holds, rather than from the namespace's table of every TCP socket.
+	TCPNames bool
 	// Spans reads the threads' open spans and the spans' sums, named by SpanNames (span
 	// id order); SpanSink takes each minute's sums. Nil Spans: no span columns, no
 	// spans file.
@@ -257,6 +260,9 @@ func New(cfg Config, src Source, sink Sink) (*Sampler, error) {
 		tcpRows: tcpBatch{log: rateLimit{every: time.Minute}},
 	}
 	s.workloads, s.tcp, s.deferred = procinfo.NewWorkloads(), procinfo.NewTCPStates(cfg.ProcRoot), deferred
+	if cfg.TCPNames && cfg.TCP != nil {
+		s.fds.NameTCP(s.nameTCP)
+	}
 	if cfg.IO != nil {
 		s.io = newIORequests(cfg.IO, cfg.Sys, cfg.Log)
 		if ios, ok := sink.(IOSink); ok {

@@ -3,7 +3,10 @@
 package sampler
 
 import (
+	"net"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/threadcap/threadcap/bpf"
 	"github.com/threadcap/threadcap/sampler/procinfo"
@@ -23,7 +26,8 @@ type tcpBatch struct {
 	rows  []int    // indexes in s.rows
 	slots []uint32 // their records' slots (noSlot: a seeded thread's row)
 	socks []procinfo.TCPSocket
-	asks  []bpf.TCPAsk // fill's, kept from batch to batch
+	asks  []bpf.TCPAsk  // fill's, kept from batch to batch
+	name  [1]bpf.TCPAsk // nameTCP's
 	log   rateLimit
 }
 
@@ -97,6 +101,26 @@ func (s *Sampler) knownSock(slot uint32, tid int32) *knownSock {
 	}
 	return &s.prev[slot].tcp
 }
+
+// nameTCP names the TCP socket of descriptor fd of thread tid, inode ino, for fd_target,
+// from the kernel side's read of it: one run of the reader, for a socket not named before.
+func (s *Sampler) nameTCP(tid, fd int32, ino uint64) (string, bool) {
+	ask := &s.tcpRows.name[0]
+	*ask = bpf.TCPAsk{Tid: tid, Fd: fd, Ino: ino}
+	if err := s.cfg.TCP.Read(s.tcpRows.name[:]); err != nil || ask.Sock.State == 0 {
+		return "", false
+	}
+	k := &ask.Sock
+	proto, n := "tcp", net.IPv4len
+	if k.Family == unix.AF_INET6 {
+		proto, n = "tcp6", net.IPv6len
+	}
+	return procinfo.IPSocketName(proto, k.State == tcpListen, net.IP(k.Local[:n]), k.LocalPort,
+		net.IP(k.Remote[:n]), k.RemotePort), true
+}
+
+// tcpListen is TCP_LISTEN (include/net/tcp_states.h).
+const tcpListen = 10
 
 // tcpInfo is the tcp_ columns of what the kernel side read of a socket.
 func tcpInfo(k bpf.TCPSock) state.TCPInfo {

@@ -164,6 +164,7 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 		StackEntries: cfg.Stacks.Entries,
 		IO:           io,
 		TCP:          tcpSource,
+		TCPNames:     tcpSource != nil,
 		Spans:        spanSource,
 		SpanNames:    spans.names,
 		SpanSink:     writer,

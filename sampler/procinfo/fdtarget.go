@@ -49,8 +49,23 @@ type FdTargets struct {
 	procRoot string
 	entries  map[fdKey]*fdEntry
 	sockets  *socketTables
+	tcp      TCPNamer // nil: TCP sockets are named from the tables too
 	tick     uint64
 	swept    time.Time
+}
+
+// TCPNamer names the TCP socket open as descriptor fd of thread tid, inode ino, as
+// IPSocketName does, from the socket itself; false when it is not a TCP socket (or is
+// gone).
+type TCPNamer func(tid, fd int32, ino uint64) (string, bool)
+
+// NameTCP makes n name TCP sockets, and the tables leave them out: the namespace's TCP
+// table is the long one (every connection, and every one closed within the last minute in
+// TIME_WAIT), and where sock_diag cannot be asked (threadcap's systemd unit allows no
+// netlink socket) it was read from /proc/net/tcp, which formats them all.
+func (c *FdTargets) NameTCP(n TCPNamer) {
+	c.tcp = n
+	c.sockets.noTCP = n != nil
 }
 
 // NewFdTargets names descriptors from /proc at procRoot.
@@ -86,13 +101,24 @@ func (c *FdTargets) Target(name string, fd uint64, pid, tid int32, sinceNs uint6
 			return ""
 		}
 		if ino, ok := socketInode(target); ok {
-			target = c.sockets.describe(pid, ino, c.tick, target)
+			if name, ok := c.nameTCP(tid, int32(fd), ino); ok {
+				target = name
+			} else {
+				target = c.sockets.describe(pid, ino, c.tick, target)
+			}
 		}
 		e = &fdEntry{target: target, dev: uint64(st.Dev), ino: st.Ino}
 		c.entries[key] = e
 	}
 	e.tid, e.sinceNs, e.checked, e.used = tid, sinceNs, c.tick, now
 	return e.target
+}
+
+func (c *FdTargets) nameTCP(tid, fd int32, ino uint64) (string, bool) {
+	if c.tcp == nil {
+		return "", false
+	}
+	return c.tcp(tid, fd, ino)
 }
 
 // socketInode parses the "socket:[12345]" a socket's /proc/PID/fd link reads.

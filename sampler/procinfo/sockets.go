@@ -31,6 +31,8 @@ const tcpListen = 10
 type socketTables struct {
 	procRoot string
 	byNetns  map[string]*socketTable
+	// noTCP leaves TCP sockets out: the kernel side names them (FdTargets.NameTCP).
+	noTCP bool
 }
 
 type socketTable struct {
@@ -62,9 +64,9 @@ func (s *socketTables) describe(pid int32, ino, tick uint64, fallback string) st
 		t = &socketTable{byIno: map[uint64]string{}}
 		t.diag = openDiag(diagSocketIn(filepath.Join(proc, "ns", "net")))
 		s.byNetns[netns] = t
-		t.read(proc, tick)
+		t.read(proc, tick, s.noTCP)
 	} else if t.tick != tick {
-		t.read(proc, tick)
+		t.read(proc, tick, s.noTCP)
 	}
 	if d, ok := t.byIno[ino]; ok {
 		return d
@@ -83,13 +85,13 @@ func (s *socketTables) expire(tick uint64) {
 	}
 }
 
-// read reads the socket tables of the network namespace of process dir proc. A table
-// that cannot be read (no IPv6, say) just describes no socket.
-func (t *socketTable) read(proc string, tick uint64) {
+// read reads the socket tables of the network namespace of process dir proc, TCP's but
+// with noTCP. A table that cannot be read (no IPv6, say) just describes no socket.
+func (t *socketTable) read(proc string, tick uint64, noTCP bool) {
 	t.tick = tick
 	clear(t.byIno)
-	if t.diag.openErr != nil || t.readDiag() != nil {
-		t.readProc(proc)
+	if t.diag.openErr != nil || t.readDiag(noTCP) != nil {
+		t.readProc(proc, noTCP)
 	}
 	if fs, err := procfs.NewFS(proc); err == nil {
 		if unix, err := fs.NetUNIX(); err == nil {
@@ -104,10 +106,10 @@ func (t *socketTable) read(proc string, tick uint64) {
 	}
 }
 
-// readDiag describes the namespace's TCP and UDP sockets, IPv4 and IPv6, from sock_diag;
-// it fails when no TCP socket could be told (a family the kernel does not have, or UDP's
-// module missing, leaves the others).
-func (t *socketTable) readDiag() error {
+// readDiag describes the namespace's TCP (but with noTCP) and UDP sockets, IPv4 and
+// IPv6, from sock_diag; it fails when no TCP socket could be told (a family the kernel
+// does not have, or UDP's module missing, leaves the others).
+func (t *socketTable) readDiag(noTCP bool) error {
 	var tcpErr error
 	for _, p := range []struct {
 		name     string
@@ -120,6 +122,9 @@ func (t *socketTable) readDiag() error {
 		{"udp", unix.AF_INET, unix.IPPROTO_UDP, ^uint32(0)},
 		{"udp6", unix.AF_INET6, unix.IPPROTO_UDP, ^uint32(0)},
 	} {
+		if noTCP && p.protocol == unix.IPPROTO_TCP {
+			continue
+		}
 		err := t.diag.dumpSockets(p.family, p.protocol, 0, p.states, func(msg []byte) {
 			if ino, d, ok := describeDiagMsg(p.name, msg); ok {
 				t.byIno[ino] = d
@@ -136,8 +141,7 @@ func (t *socketTable) readDiag() error {
 }
 
 // describeDiagMsg describes the socket of one inet_diag_msg as addIP does a line of
-// /proc/net/tcp: its inode, and proto local->remote, or the local address alone for a
-// listening or unconnected socket.
+// /proc/net/tcp: its inode and its name.
 func describeDiagMsg(proto string, msg []byte) (uint64, string, bool) {
 	if len(msg) < sizeofInetDiagMsg {
 		return 0, "", false
@@ -148,27 +152,38 @@ func describeDiagMsg(proto string, msg []byte) (uint64, string, bool) {
 	}
 	// inet_diag_sockid at 4: the ports (big-endian), then the addresses, 16 bytes each.
 	lport, rport := binary.BigEndian.Uint16(msg[4:]), binary.BigEndian.Uint16(msg[6:])
-	local, remote := net.IP(msg[8:8+n]), net.IP(msg[24:24+n])
-	d := proto + " " + net.JoinHostPort(local.String(), strconv.Itoa(int(lport)))
-	if rport != 0 && !(proto[:3] == "tcp" && msg[1] == tcpListen) {
-		d += "->" + net.JoinHostPort(remote.String(), strconv.Itoa(int(rport)))
-	}
+	listening := proto[:3] == "tcp" && msg[1] == tcpListen
+	d := IPSocketName(proto, listening, net.IP(msg[8:8+n]), lport, net.IP(msg[24:24+n]), rport)
 	return uint64(nativeEndian.Uint32(msg[68:])), d, true
 }
 
-// readProc describes the namespace's TCP and UDP sockets from its /proc/net tables.
-func (t *socketTable) readProc(proc string) {
+// IPSocketName is fd_target's name of a TCP or UDP socket: proto ("tcp", "tcp6", "udp",
+// "udp6"), then local->remote, or the local address alone for a listening or
+// unconnected socket (no remote port).
+func IPSocketName(proto string, listening bool, local net.IP, lport uint16, remote net.IP, rport uint16) string {
+	d := proto + " " + net.JoinHostPort(local.String(), strconv.Itoa(int(lport)))
+	if rport != 0 && !listening {
+		d += "->" + net.JoinHostPort(remote.String(), strconv.Itoa(int(rport)))
+	}
+	return d
+}
+
+// readProc describes the namespace's TCP (but with noTCP) and UDP sockets from its
+// /proc/net tables.
+func (t *socketTable) readProc(proc string, noTCP bool) {
 	fs, err := procfs.NewFS(proc)
 	if err != nil {
 		return
 	}
+	if !noTCP {
+		tcp, _ := fs.NetTCP()
+		tcp6, _ := fs.NetTCP6()
+		t.addIP("tcp", tcp)
+		t.addIP("tcp6", tcp6)
+	}
 	// UDP tables have the TCP layout; procfs types them apart only by name.
-	tcp, _ := fs.NetTCP()
-	tcp6, _ := fs.NetTCP6()
 	udp, _ := fs.NetUDP()
 	udp6, _ := fs.NetUDP6()
-	t.addIP("tcp", tcp)
-	t.addIP("tcp6", tcp6)
 	t.addIP("udp", procfs.NetTCP(udp))
 	t.addIP("udp6", procfs.NetTCP(udp6))
 }
@@ -177,11 +192,7 @@ func (t *socketTable) readProc(proc string) {
 // address of a listening or unconnected socket.
 func (t *socketTable) addIP(proto string, lines procfs.NetTCP) {
 	for _, l := range lines {
-		d := proto + " " + net.JoinHostPort(l.LocalAddr.String(), strconv.FormatUint(l.LocalPort, 10))
 		listening := proto[:3] == "tcp" && l.St == tcpListen
-		if l.RemPort != 0 && !listening {
-			d += "->" + net.JoinHostPort(l.RemAddr.String(), strconv.FormatUint(l.RemPort, 10))
-		}
-		t.byIno[l.Inode] = d
+		t.byIno[l.Inode] = IPSocketName(proto, listening, l.LocalAddr, uint16(l.LocalPort), l.RemAddr, uint16(l.RemPort))
 	}
 }

@@ -100,11 +100,11 @@ func TestSocketsDescribedFromSockDiagAsFromProcNet(t *testing.T) {
 	if diag.diag.openErr != nil {
 		t.Fatal(diag.diag.openErr)
 	}
-	if err := diag.readDiag(); err != nil {
+	if err := diag.readDiag(false); err != nil {
 		t.Fatal(err)
 	}
 	fromProc := &socketTable{byIno: map[uint64]string{}}
-	fromProc.readProc(proc)
+	fromProc.readProc(proc, false)
 	for _, c := range socks {
 		ino := fdIno(t, c)
 		got, want := diag.byIno[ino], fromProc.byIno[ino]
@@ -165,7 +165,7 @@ func BenchmarkSocketTables(b *testing.B) {
 	b.Run("sock_diag", func(b *testing.B) {
 		for b.Loop() {
 			clear(t.byIno)
-			if err := t.readDiag(); err != nil {
+			if err := t.readDiag(false); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -173,7 +173,7 @@ func BenchmarkSocketTables(b *testing.B) {
 	b.Run("proc_net", func(b *testing.B) {
 		for b.Loop() {
 			clear(t.byIno)
-			t.readProc(proc)
+			t.readProc(proc, false)
 		}
 	})
 }
