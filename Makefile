@@ -128,11 +128,12 @@ install-iproute2:
 	@command -v ip >/dev/null && command -v tc >/dev/null && command -v ss >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iproute2 >/dev/null)
 
-# The soak of test/invariants (TestSoak) for SOAK: BENCHMARKS.md's hour of skipped ticks
-# and torn reads. CI runs it for its default 3 minutes as part of `go test ./...`.
+# The soaks of test/invariants (TestSoak, TestSoakHookFree: the full and the hook-free
+# mode), each for SOAK: BENCHMARKS.md's hours of skipped ticks, torn reads and lost spans.
+# CI runs them for their default 3 minutes as part of `go test ./...`.
 SOAK ?= 1h
 soak:
-	CI=true THREADCAP_SOAK=$(SOAK) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./test/invariants/
+	CI=true THREADCAP_SOAK=$(SOAK) $(GO) test -count=1 -timeout 0 -run '^TestSoak(HookFree)?$$' -v ./test/invariants/
 
 # The whole-machine invariant tests (test/invariants) run a throwaway cluster of Debian's
 # PostgreSQL, with pgbench, beside the daemon.

@@ -4,20 +4,23 @@ package invariants
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/threadcap/threadcap/output/hourfile"
 	"github.com/threadcap/threadcap/test/daemontest"
 	"github.com/threadcap/threadcap/test/privileged"
 	"github.com/threadcap/threadcap/test/workload"
 )
 
-// soakFor is how long TestSoak records: minutes, since a race that tears a record for good
+// soakFor is how long each soak records: minutes, since a race that tears a record for good
 // showed after one minute and not in seconds. THREADCAP_SOAK (a Go duration) makes it
-// longer: BENCHMARKS.md's hour is `make soak`.
+// longer: BENCHMARKS.md's hours are `make soak`.
 func soakFor(t *testing.T) time.Duration {
 	d := 3 * time.Minute
 	if v := os.Getenv("THREADCAP_SOAK"); v != "" {
@@ -33,15 +36,30 @@ func soakFor(t *testing.T) time.Duration {
 // quiet machine of the 29-minute run in which records tore for good: 200 threads that wake
 // once a second and 4 that run 20 ms a second; there every tick must be taken. Then the
 // same beside thread churn, a syscall storm, a context-switch storm (ping-pong), timers
-// firing every millisecond (wakeups in hard interrupt context) and a spinner, with the
-// unseen switches these kernels make: a tick may then wait for a CPU (at most 1% of them
-// skipped). Throughout, no record may be read torn or left claimed, and every thread alive
-// through a phase has a row at every tick of it.
-func TestSoak(t *testing.T) {
+// firing every millisecond (wakeups in hard interrupt context), a spinner and short-lived
+// processes that open spans (as a database's backends come and go with its connections),
+// with the unseen switches these kernels make: a tick may then wait for a CPU (at most 1%
+// of them skipped). Throughout, no record may be read torn or left claimed, every thread
+// alive through a phase has a row at every tick of it, and every span is counted.
+func TestSoak(t *testing.T) { soak(t, "full") }
+
+// TestSoakHookFree is TestSoak in the hook-free mode (syscalls tick), where the pass at
+// each tick, not hooks, keeps the records, and a thread's exit forgets its spans.
+func TestSoakHookFree(t *testing.T) { soak(t, "tick") }
+
+// spanCalls is how many calls, each a span, a short-lived process of the soak makes.
+const spanCalls = 5
+
+func soak(t *testing.T, mode string) {
 	privileged.Require(t)
 	length := soakFor(t)
 	bin, err := daemontest.Build(t.TempDir())
 	if err != nil {
+		t.Fatal(err)
+	}
+	spanwork := workload.SpanWork(t)
+	config := filepath.Join(t.TempDir(), "threadcap.yaml")
+	if err := os.WriteFile(config, []byte(workload.SpanWorkSpans(spanwork)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	procs := runtime.GOMAXPROCS(32)
@@ -56,7 +74,8 @@ func TestSoak(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	daemon := daemontest.Start(t, bin, patience, "--config", "", "--hz", "10", "--all", "--dir", dir, "--log-level", "info")
+	daemon := daemontest.Start(t, bin, patience, "--config", config, "--syscalls", mode, "--hz", "10", "--all",
+		"--dir", dir, "--log-level", "info")
 	began := time.Now()
 	time.Sleep(length / 2)
 
@@ -67,16 +86,37 @@ func TestSoak(t *testing.T) {
 	for range 4 {
 		stormy = append(stormy, workload.Ticker(t, time.Millisecond).Tid)
 	}
-	churned := 0
+	churned, spanned := 0, 0
 	for time.Since(began) < length {
 		churned += len(workload.ShortThreads(50))
+		if out, err := exec.Command(spanwork, strconv.Itoa(spanCalls), "200us", "0").CombinedOutput(); err != nil {
+			t.Fatalf("spanwork: %v\n%s", err, out)
+		}
+		spanned++
 		time.Sleep(100 * time.Millisecond)
 	}
 	ended := time.Now()
 	daemon.Stop(t)
 	stop := stopLine(t, daemon.Log.String())
-	t.Logf("%v at 10 Hz beside %d long-lived threads, then %d more and %d short ones; the stop line: %v",
-		ended.Sub(began).Round(time.Second), len(quiet), len(stormy), churned, stop)
+	t.Logf("%s mode, %v at 10 Hz beside %d long-lived threads, then %d more, %d short ones and %d processes with spans; the stop line: %v",
+		mode, ended.Sub(began).Round(time.Second), len(quiet), len(stormy), churned, spanned, stop)
+
+	for _, field := range []string{"span_starts_lost", "span_ends_missed", "span_ends_unmatched"} {
+		if stop[field] != 0 {
+			t.Errorf("the stop line says %s=%d, want 0", field, stop[field])
+		}
+	}
+	spans := map[string]int{}
+	for _, r := range daemontest.ReadTable(t, dir, hourfile.Spans) {
+		n, err := strconv.Atoi(r["count"])
+		if err != nil {
+			t.Fatalf("spans file row %v: count %q", r, r["count"])
+		}
+		spans[r["span"]] += n
+	}
+	if want := spanned * spanCalls; spans["call"] != want || spans["work"] != want {
+		t.Errorf("the spans files count %d call and %d work spans; %d processes made %d of each", spans["call"], spans["work"], spanned, want)
+	}
 
 	rec, err := readRecording(dir)
 	if err != nil {
