@@ -1246,11 +1246,15 @@ static __always_inline void span_parts_at(struct tc_view *v, __u64 now, __u64 *p
 		if (now > from)
 			cpu += now - from;
 		break;
+	/* Each part by its constant index: indexed by the state, the stack read is at a
+	 * variable offset, which the verifiers of Linux 6.1 and 6.12 reject. */
 	case TC_RUNNABLE:
-	case TC_SLEEPING:
-	case TC_UNINTERRUPTIBLE:
-		parts[v->state] += in_state;
+		parts[TC_RUNNABLE] += in_state;
 		break;
+	case TC_UNINTERRUPTIBLE:
+		parts[TC_UNINTERRUPTIBLE] += in_state;
+		break;
+	case TC_SLEEPING:
 	case TC_STOPPED:
 		parts[TC_SLEEPING] += in_state;
 		break;
