@@ -28,6 +28,7 @@ CGO_ENABLED=0 go build -o "$root/bin/threadcap" ./cmd/threadcap
 CGO_ENABLED=0 go test -c -o "$root/bin/bpf.test" ./bpf
 CGO_ENABLED=0 go test -c -o "$root/bin/sampler.test" ./sampler
 cc -O1 -static -o "$root/bin/vfork_parent" test/workload/vfork_parent.c
+cc -O1 -static -o "$root/bin/spanwork" test/workload/spanwork.c
 cp test/kernels/guest-init "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet) >"$build/initramfs.cpio"
 

@@ -145,14 +145,21 @@ func VforkCycles(t testing.TB, d, inD, asleep time.Duration) *os.Process {
 // vforkParent is the vfork_parent program: VforkParentEnv's, or built from its source.
 func vforkParent(t testing.TB) string {
 	t.Helper()
-	if bin := os.Getenv(VforkParentEnv); bin != "" {
+	return cProgram(t, VforkParentEnv, "vfork_parent")
+}
+
+// cProgram is the program name, built from name.c beside this file with cc, or the one
+// the environment variable env names, built beforehand.
+func cProgram(t testing.TB, env, name string) string {
+	t.Helper()
+	if bin := os.Getenv(env); bin != "" {
 		return bin
 	}
-	bin := filepath.Join(t.TempDir(), "vfork_parent")
+	bin := filepath.Join(t.TempDir(), name)
 	_, self, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(self), "vfork_parent.c")
+	src := filepath.Join(filepath.Dir(self), name+".c")
 	if out, err := exec.Command("cc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("building the vfork workload: %v\n%s", err, out)
+		t.Fatalf("building %s: %v\n%s", name, err, out)
 	}
 	return bin
 }
@@ -162,17 +169,15 @@ func vforkParent(t testing.TB) string {
 // Run it as: spanwork CALLS SPIN_MS SLEEP_MS [IDLE_MS [GAP_MS]] (a time may end in "us"
 // for microseconds): each call spins then sleeps inside its spans, then spins GAP outside
 // them; it writes "calls" and the Unix µs on stderr before the first call, "idle" and the
-// µs after the last, then sleeps IDLE outside any span. It needs a C compiler (cc).
+// µs after the last, then sleeps IDLE outside any span. It needs a C compiler (cc),
+// unless SpanWorkEnv names the built program.
 func SpanWork(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "spanwork")
-	_, self, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(self), "spanwork.c")
-	if out, err := exec.Command("cc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("building spanwork: %v\n%s", err, out)
-	}
-	return bin
+	return cProgram(t, SpanWorkEnv, "spanwork")
 }
+
+// SpanWorkEnv names a spanwork built beforehand, as VforkParentEnv does vfork_parent.
+const SpanWorkEnv = "THREADCAP_SPANWORK"
 
 // SpanWorkSpans is the spans section of a config for spanwork at bin: span call (its USDT
 // probes, with the call number and label) and, inside it, span work (tc_work's entry to
