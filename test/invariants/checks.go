@@ -257,6 +257,9 @@ func checkSchedstat(ix *index, m machine, t1, t2 cpuSnapshot, v violations) (com
 		if last != nil {
 			name = last.name()
 		}
+		if tid == t1.reader {
+			name += " (the schedstat reader)"
+		}
 		want := (b.onCPU - a.onCPU).Microseconds()
 		if m.hidden[tid] && len(ticks) > 0 && len(missing) == len(ticks) {
 			// No row at any tick: the kernel gives this thread no task iterator, the

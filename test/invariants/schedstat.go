@@ -33,6 +33,7 @@ type cpuSnapshot struct {
 	at      time.Time
 	threads map[int]threadCPU
 	latest  time.Duration // the largest late
+	reader  int           // the tid of the thread that read it
 }
 
 // task names one thread in /proc.
@@ -69,7 +70,9 @@ func snapshotsAt(at []time.Time) []cpuSnapshot {
 				continue
 			}
 			tasks := listTasks()
-			snaps = append(snaps, readAt(instant, tasks))
+			snap := readAt(instant, tasks)
+			snap.reader = unix.Gettid()
+			snaps = append(snaps, snap)
 		}
 		done <- snaps
 	}()
