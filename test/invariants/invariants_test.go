@@ -55,7 +55,7 @@ func wholeMachine(t *testing.T, syscalls string, stall time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := machine{cpus: onlineCPUs(t)}
+	m := machine{cpus: onlineCPUs(t), hookFree: syscalls == "tick"}
 
 	dir := t.TempDir()
 	daemon := daemontest.Start(t, bin, patience, "--config", "", "--hz", "10", "--all", "--syscalls", syscalls, "--dir", dir, "--log-level", "info")
