@@ -102,7 +102,8 @@ type machine struct {
 	// shows when found, seconds late at worst, so it is left out of a tick's sum.
 	hidden map[int]bool
 	// hookFree is the hook-free mode (syscalls tick): a thread's CPU time between a tick
-	// and the pass's read of it is in that tick's row (README).
+	// and the pass's read of it is in that tick's row (README), so a thread's rows are
+	// held against schedstat read at the ticks and an interval after them.
 	hookFree bool
 }
 
@@ -228,9 +229,12 @@ func checkCPUTimeAtTick(ix *index, m machine, v violations) (busiest float64, ov
 }
 
 // checkSchedstat: every thread alive at both t1 and t2 was on CPU, by the rows of the ticks
-// in (t1, t2], as long as schedstat says it was between those instants. It returns how
-// many threads it compared, and names those it did not compare because they have no row
-// and are hidden (machine.hidden), with their CPU time by schedstat.
+// in (t1, t2], as long as schedstat says it was between those instants. In the hook-free
+// mode, where a thread's CPU time between a tick and the pass's read of it is in the
+// tick's row (README), as long as schedstat says it was from an interval after t1 to t2
+// at least, and from t1 to an interval after t2 at most (t1.next, t2.next, when read). It
+// returns how many threads it compared, and names those it did not compare because they
+// have no row and are hidden (machine.hidden), with their CPU time by schedstat.
 func checkSchedstat(ix *index, m machine, t1, t2 cpuSnapshot, v violations) (compared int, unread []string) {
 	from, to := t1.at.UnixMicro(), t2.at.UnixMicro()
 	var ticks []int64
@@ -277,17 +281,24 @@ func checkSchedstat(ix *index, m machine, t1, t2 cpuSnapshot, v violations) (com
 			continue
 		}
 		compared++
-		slack := max(int64(schedstatShare*float64(want)), schedstatFloorUs) + (a.late + b.late).Microseconds()
-		if tid == t1.reader && m.hookFree {
-			// The reader runs from each instant, a tick, until it has read every thread,
-			// at the highest priority, ahead of the daemon: the pass can read its count
-			// after all of that, which then is in the tick's row, at either end.
-			slack += (t1.latest + t2.latest).Microseconds()
+		least, most, late := want, want, a.late+b.late
+		if m.hookFree {
+			if an, ok := t1.next.same(tid, a); ok {
+				least, late = (b.onCPU - an.onCPU).Microseconds(), late+an.late
+			}
+			if bn, ok := t2.next.same(tid, b); ok {
+				most, late = (bn.onCPU - a.onCPU).Microseconds(), late+bn.late
+			}
 		}
-		if diff := sum - want; diff > slack || -diff > slack {
+		slack := max(int64(schedstatShare*float64(want)), schedstatFloorUs) + late.Microseconds()
+		if sum < least-slack || sum > most+slack {
+			diff := sum - most
+			if sum < least {
+				diff = sum - least
+			}
 			v.add(schedstatCPU, math.Abs(float64(diff))-float64(slack),
-				"thread %s: on_cpu_us over (%s, %s] %d, schedstat %d: %+d µs (%+.0f%%), allowed ±%d",
-				name, at(from), at(to), sum, want, diff, 100*float64(diff)/math.Max(float64(want), 1), slack)
+				"thread %s: on_cpu_us over (%s, %s] %d, schedstat %d (%d to %d): %+d µs (%+.0f%%), allowed ±%d",
+				name, at(from), at(to), sum, want, least, most, diff, 100*float64(diff)/math.Max(float64(want), 1), slack)
 		}
 	}
 	slices.Sort(unread)

@@ -18,6 +18,39 @@ const (
 	tick2 = t0 + 200_000
 )
 
+// In the hook-free mode a thread's CPU time between a tick and the pass's read of it is in
+// the tick's row: the spinner read 50 ms late at t0 has those 50 ms in t0's row, outside
+// the window, and its row at tick1 50 ms short. The full mode's check names that; the
+// hook-free mode's, with schedstat read a tick after each end too, allows it, and no more.
+func TestSchedstatHookFree(t *testing.T) {
+	cases := []struct {
+		name         string
+		hookFree     bool
+		tick1, tick2 int64 // the spinner's on_cpu_us at those ticks
+		broken       bool
+	}{
+		{"full mode, read late", false, 50_000, 100_000, true},
+		{"hook-free mode, read late", true, 50_000, 100_000, false},
+		{"hook-free mode, all the time", true, 100_000, 100_000, false},
+		{"hook-free mode, short by more than a tick", true, 0, 60_000, true},
+		{"hook-free mode, over by more than a tick", true, 100_000, 100_000 + 130_000, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := spinnerAndSleeper()
+			rowOf(rec, tick1, 1).times = [5]int64{c.tick1, 100_000 - c.tick1, 0, 0, 0}
+			rowOf(rec, tick2, 1).times = [5]int64{c.tick2, max(100_000-c.tick2, 0), 0, 0, 0}
+			t1, t2 := spinnerAndSleeperSchedstat()
+			t1.next, t2.next = spinnerAndSleeperSchedstatNext()
+			v := violations{}
+			checkSchedstat(newIndex(rec), machine{cpus: 2, hookFree: c.hookFree}, t1, t2, v)
+			if _, got := v[schedstatCPU]; got != c.broken {
+				t.Errorf("schedstat check broken %v, want %v:\n%s", got, c.broken, v.summary())
+			}
+		})
+	}
+}
+
 // spinnerAndSleeper is a consistent recording: thread 1 on CPU 0 all the time, thread 2
 // asleep, at three ticks.
 func spinnerAndSleeper() *recording {
@@ -39,6 +72,17 @@ func spinnerAndSleeperSchedstat() (cpuSnapshot, cpuSnapshot) {
 		}}
 	}
 	return at(t0, time.Second), at(tick2, time.Second+200*time.Millisecond)
+}
+
+// schedstat of the consistent recording a tick after t0 and tick2.
+func spinnerAndSleeperSchedstatNext() (*cpuSnapshot, *cpuSnapshot) {
+	at := func(tick int64, spun time.Duration) *cpuSnapshot {
+		return &cpuSnapshot{at: time.UnixMicro(tick), threads: map[int]threadCPU{
+			1: {pid: 1, start: 7, onCPU: spun},
+			2: {pid: 2, start: 7},
+		}}
+	}
+	return at(tick1, time.Second+100*time.Millisecond), at(tick2+100_000, time.Second+300*time.Millisecond)
 }
 
 // rowOf finds the row of tid at tick.

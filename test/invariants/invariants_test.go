@@ -82,15 +82,30 @@ func wholeMachine(t *testing.T, syscalls string, stall time.Duration) {
 	workload.Process(t, bench)
 
 	// Schedstat at every whole second from a second in, when every workload runs; the
-	// first and last of them that are ticks the daemon took bound the comparison.
+	// first and last of them that are ticks the daemon took bound the comparison. In the
+	// hook-free mode also a tick (100 ms) after each (cpuSnapshot.next).
 	begin := time.Now()
 	stealBefore, forksBefore := workload.StealUs(t), forks(t)
 	var instants []time.Time
 	for s := begin.Truncate(time.Second).Add(2 * time.Second); s.Before(begin.Add(recordFor)); s = s.Add(time.Second) {
 		instants = append(instants, s)
+		if m.hookFree {
+			instants = append(instants, s.Add(100*time.Millisecond))
+		}
 	}
 	stopStalls := stallEvery(daemon.Cmd.Process, 1500*time.Millisecond, stall)
-	snaps := snapshotsAt(instants)
+	var snaps []cpuSnapshot
+	next := map[int64]*cpuSnapshot{} // by the instant (Unix µs) they follow
+	for _, snap := range snapshotsAt(instants) {
+		if snap.at.Equal(snap.at.Truncate(time.Second)) {
+			snaps = append(snaps, snap)
+		} else {
+			next[snap.at.Add(-100*time.Millisecond).UnixMicro()] = &snap
+		}
+	}
+	for i := range snaps {
+		snaps[i].next = next[snaps[i].at.UnixMicro()]
+	}
 	stopStalls()
 	m.hidden = hiddenFromIterators(t)
 	steal, forked := workload.StealUs(t)-stealBefore, forks(t)-forksBefore

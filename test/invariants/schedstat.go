@@ -34,6 +34,17 @@ type cpuSnapshot struct {
 	threads map[int]threadCPU
 	latest  time.Duration // the largest late
 	reader  int           // the tid of the thread that read it
+	// next is schedstat an interval later (the hook-free mode's checks), nil when not read.
+	next *cpuSnapshot
+}
+
+// same is thread tid in s, if s was read and tid is still the thread of was.
+func (s *cpuSnapshot) same(tid int, was threadCPU) (threadCPU, bool) {
+	if s == nil {
+		return threadCPU{}, false
+	}
+	th, ok := s.threads[tid]
+	return th, ok && th.pid == was.pid && th.start == was.start
 }
 
 // task names one thread in /proc.
