@@ -106,6 +106,10 @@ func soak(t *testing.T, mode string) {
 			t.Errorf("the stop line says %s=%d, want 0", field, stop[field])
 		}
 	}
+	if mode == "tick" && (stop["stack_rows"] != 0 || stop["stackless_rows"] != 0) {
+		t.Errorf("the stop line says stack_rows=%d stackless_rows=%d; the hook-free mode captures no stacks, so no row is to have one",
+			stop["stack_rows"], stop["stackless_rows"])
+	}
 	spans := map[string]int{}
 	for _, r := range daemontest.ReadTable(t, dir, hourfile.Spans) {
 		n, err := strconv.Atoi(r["count"])
