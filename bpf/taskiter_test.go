@@ -468,7 +468,14 @@ func TestTickModeAttachesNoHook(t *testing.T) {
 	if len(hooks) != 1 || hooks[pass] != link.IterType {
 		t.Errorf("links of the hook-free mode: %v; want only %s, an iterator", hooks, pass)
 	}
+	// With no switch to capture them at, no row is to carry a stack.
+	if st := tick.StackStates(); len(st) != 0 {
+		t.Errorf("the hook-free mode says it captures the stacks of %v", st)
+	}
 	passive := openTracker(t, Config{Syscalls: SyscallsPassive})
+	if st := passive.StackStates(); !slices.Equal(st, []state.State{state.Uninterruptible}) {
+		t.Errorf("the passive mode says it captures the stacks of %v, want D's", st)
+	}
 	hooks = hooksOf(t, passive, threadcapMapRecords)
 	t.Logf("passive mode's links: %v", hooks)
 	for _, name := range []string{"on_switch", "on_wakeup", "on_idle", "on_timer"} {

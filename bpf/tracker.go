@@ -14,6 +14,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
+
+	"github.com/threadcap/threadcap/state"
 )
 
 // SyscallMode says how the syscall a thread is in gets recorded.
@@ -85,6 +87,9 @@ type Tracker struct {
 	// kasks walks the kernel stacks of episodes still open at a tick's read; nil unless
 	// stacks are deferred (see kstacks.go).
 	kasks *kstackAsker
+	// stackStates are the states whose stacks the kernel side captures: none in the
+	// hook-free mode, which has no switch to capture them at.
+	stackStates []state.State
 	// ioKeys, ioDone and ioVals are InFlight's batch buffers, kept from tick to tick.
 	ioKeys []uint64
 	ioDone []ioTcIoDoneKey
@@ -178,6 +183,8 @@ func Open(cfg Config) (t *Tracker, err error) {
 		if t.iter, err = openTaskIter(coll, cfg.Capacity); err != nil {
 			return nil, err
 		}
+	} else {
+		t.stackStates = cfg.Stacks.States()
 	}
 	if cfg.IO {
 		if t.io, err = loadIO(); err != nil {
@@ -192,6 +199,11 @@ func Open(cfg Config) (t *Tracker, err error) {
 	}
 	return t, nil
 }
+
+// StackStates are the states at whose switch-outs the tracker captures a thread's kernel
+// stack: the rows that should carry one are those off CPU in one of them. None in the
+// hook-free mode (README).
+func (t *Tracker) StackStates() []state.State { return t.stackStates }
 
 // attach attaches every program of coll, each at the hook its name in SEC() gives.
 func (t *Tracker) attach(coll *ebpf.Collection) error {

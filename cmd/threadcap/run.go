@@ -152,12 +152,6 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 		tcpSource = tcp
 		defer func() { err = errors.Join(err, tcp.Close()) }()
 	}
-	// The hook-free mode captures no stacks (README): no row is to carry one, and none
-	// is to be counted in stack_rows and stackless_rows as if it had lost its stack.
-	stackStates := cfg.Stacks.Kernel.States()
-	if tracker.HookFree() {
-		stackStates = nil
-	}
 	s, err := sampler.New(sampler.Config{
 		Interval:   cfg.Interval(),
 		Filter:     filterOf(&cfg),
@@ -166,7 +160,7 @@ func run(ctx context.Context, opts *config.Options, cfg config.Config, spans spa
 		NoFdTarget: !cfg.Columns.FdTarget,
 		Mono:       bpf.Now, Wall: time.Now,
 		Stacks:       tracker,
-		StackStates:  stackStates,
+		StackStates:  tracker.StackStates(),
 		StackEntries: cfg.Stacks.Entries,
 		IO:           io,
 		TCP:          tcpSource,
